@@ -1,0 +1,49 @@
+# One task runner for a fresh machine. `make reproduce` = the main job, `make test` = the tests.
+# Both set up a virtual environment first (idempotent: a second run only checks it).
+
+PYTHON      ?= python3
+VENV        ?= .venv
+BIN         := $(VENV)/bin
+# CPU machines take the local CPU wheel; a bare `torch` would pull a multi-GB CUDA build.
+# On GPU nodes use environment.yml instead (conda: CUDA PyTorch + faiss-gpu).
+TORCH_SPEC  ?= torch==2.13.0
+PROFILE     ?= cpu
+# The offline data mirror: ../shared/data beside the checkout (override for your own mirror).
+export TASER_DATA_MIRROR ?= $(abspath ../shared/data)
+export TASER_DATA_DIR    ?= $(abspath .cache/data)
+
+.PHONY: setup browser reproduce book test test-fast clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet -e ".[book,test,dist]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+setup: $(VENV)/.installed
+
+# Headless Chromium + driver (Debian packages) for the browser check of the built book.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null)
+
+reproduce: setup
+	$(BIN)/taser reproduce --profile $(PROFILE)
+
+book: setup
+	$(BIN)/taser book
+
+# pytest exits 5 when it collected no test: that is a failure of the suite, not a pass, so say so.
+test: setup browser
+	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+test-fast: setup
+	$(BIN)/python -m pytest tests -m "not slow" -q
+
+clean:
+	rm -rf _build results/smoke .pytest_cache

@@ -1,0 +1,62 @@
+"""DPR bi-encoder (Karpukhin et al. 2020; TASER Sec. 2): two separately parameterised BERT towers, one for
+questions and one for passages, [CLS] pooling, dot-product similarity. TASER's baseline: twice the parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from transformers import BertConfig, BertModel, PreTrainedModel
+
+from ..errors import ConfigError
+from .common import POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling
+from .weights import load_bert
+
+
+class DPRConfig(BertConfig):
+    """A BERT config (shared by both towers) plus the bi-encoder's pooling and similarity."""
+
+    model_type = "taser-dpr"
+    pooling: str = "cls"
+    normalize: bool = False
+    similarity_scale: float = 1.0
+
+    def __post_init__(self, **kwargs):
+        super().__post_init__(**kwargs)
+        if self.pooling not in POOLINGS:
+            raise ConfigError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+
+
+class DPRModel(BiEncoderMixin, PreTrainedModel):
+    config_class = DPRConfig
+    base_model_prefix = "dpr"
+    _no_split_modules = ["BertEmbeddings", "BertLayer"]
+    _supports_sdpa = True
+
+    def __init__(self, config: DPRConfig):
+        super().__init__(config)
+        self.question_encoder = BertModel(config, add_pooling_layer=False)
+        self.passage_encoder = BertModel(config, add_pooling_layer=False)
+        self.post_init()
+
+    def _encode(self, kind: Kind, input_ids, attention_mask, token_type_ids=None):
+        tower = self.question_encoder if kind == "query" else self.passage_encoder
+        hidden = tower(input_ids=input_ids, attention_mask=attention_mask,
+                       token_type_ids=token_type_ids).last_hidden_state
+        return hidden, hidden.new_zeros(())
+
+    @classmethod
+    def from_bert(cls, name_or_path: str | Path = "default", *, pooling: str | None = None,
+                  normalize: bool | None = None, allow_pickle: bool = False, **config_overrides) -> "DPRModel":
+        """Both towers initialised from the same BERT checkpoint (they diverge in training)."""
+        bert, path = load_bert(name_or_path, allow_pickle)
+        own = checkpoint_pooling(path)
+        config = DPRConfig(**{
+            **bert.config.to_dict(), "model_type": "taser-dpr", "architectures": ["DPRModel"],
+            "pooling": pooling or (own[0] if own else "cls"),
+            "normalize": normalize if normalize is not None else (own[1] if own else False),
+            **config_overrides,
+        })
+        model = cls(config)
+        model.question_encoder.load_state_dict(bert.state_dict())
+        model.passage_encoder.load_state_dict(bert.state_dict())
+        return model

@@ -1,0 +1,219 @@
+"""TASER: one BERT encoder whose blocks alternate between shared and specialized (Cheng et al., Sec. 3, App. A).
+
+Counting from the bottom, every block after T shared blocks is specialized: with 12 layers and T = 2 the
+specialized blocks are layers 3, 6, 9, 12 (1-based). A specialized block shares its attention sub-layer (with its
+Add & Norm) and has I expert FFN sub-layers, each with its own output Add & Norm as in the released
+microsoft/taser code, so their checkpoints convert without loss (`convert.py`). Routing picks one expert:
+
+- ``deterministic`` (Det-R): questions use expert 0 (Q-FFN), passages expert 1 (P-FFN). A batch is all questions
+  or all passages, so exactly one expert runs per batch.
+- ``sequence`` (Seq-R) / ``token`` (Tok-R): R(u) = GumbelSoftmax(A u + c) (Eq. 3) per sequence (u = the [CLS]
+  FFN input) or per token (u = h_j). Training samples a hard one-hot with the straight-through estimator and
+  multiplies the chosen expert's output by its weight, so the router gets the task loss's gradient; evaluation
+  takes the argmax. The routing entropy L_ent (Eq. 4) is returned for L_joint = L_sim + beta L_ent (Eq. 5).
+- ``shared`` (TASER_Shared, I = 1): no specialization; the Siamese encoder, structurally plain BERT.
+
+The model is a `BertModel` (embeddings, masks, attention kernels and loading all stock) whose specialized layers
+are replaced by `TaserLayer`. BertModel.forward does not carry per-call information to its layers, so the input
+kind (question or passage) is handed to the specialized layers for the duration of one call (`_routing`).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import BertConfig, BertModel
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.models.bert.modeling_bert import BertAttention, BertIntermediate, BertOutput
+
+from ..errors import ConfigError
+from ..losses import routing_entropy
+from .common import POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling
+from .weights import load_bert
+
+ROUTINGS = ("deterministic", "sequence", "token", "shared")
+
+
+class TaserConfig(BertConfig):
+    """A BERT config plus TASER's fields. `shared_blocks` is T, `num_experts` is I."""
+
+    model_type = "taser"
+    shared_blocks: int = 2
+    num_experts: int = 2
+    routing: str = "deterministic"
+    pooling: str = "cls"
+    normalize: bool = False
+    similarity_scale: float = 1.0
+    router_temperature: float = 1.0  # Gumbel-softmax temperature for Seq-R / Tok-R
+    entropy_weight: float = 0.01  # beta in Eq. 5 (the paper fixes 0.01)
+
+    def __post_init__(self, **kwargs):
+        super().__post_init__(**kwargs)
+        if self.shared_blocks < 1:
+            raise ConfigError(f"shared_blocks (T) must be >= 1, got {self.shared_blocks}")
+        if self.num_experts < 1:
+            raise ConfigError(f"num_experts (I) must be >= 1, got {self.num_experts}")
+        if self.routing not in ROUTINGS:
+            raise ConfigError(f"routing must be one of {ROUTINGS}, got {self.routing!r}")
+        if self.routing == "deterministic" and self.num_experts != 2:
+            raise ConfigError(f"deterministic routing (Det-R) needs exactly 2 experts (Q-FFN, P-FFN), "
+                              f"got num_experts={self.num_experts}")
+        if self.routing == "shared" and self.num_experts != 1:
+            raise ConfigError(f"shared routing (TASER_Shared) has 1 expert, got num_experts={self.num_experts}")
+        if self.pooling not in POOLINGS:
+            raise ConfigError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+
+    @property
+    def specialized_layers(self) -> list[int]:
+        """0-based indices of the specialized blocks: every (T+1)-th block counting from the bottom."""
+        return [i for i in range(self.num_hidden_layers) if (i + 1) % (self.shared_blocks + 1) == 0]
+
+
+class ExpertFFN(nn.Module):
+    """One expert: BERT's FFN sub-layer (Eq. 1) with its own output Add & Norm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def forward(self, attention_output: torch.Tensor) -> torch.Tensor:
+        return self.output(self.intermediate(attention_output), attention_output)
+
+
+class TaserLayer(GradientCheckpointingLayer):
+    """A specialized block: shared attention, I expert FFNs, a router. Drop-in for `BertLayer`."""
+
+    def __init__(self, config: TaserConfig, layer_idx: int | None = None):
+        super().__init__()
+        self.config = config
+        self.attention = BertAttention(config, layer_idx=layer_idx)
+        self.experts = nn.ModuleList(ExpertFFN(config) for _ in range(config.num_experts))
+        # A in R^{d x I}, c in R^I of Eq. 3; only learned routing has parameters.
+        self.router = (nn.Linear(config.hidden_size, config.num_experts)
+                       if config.routing in ("sequence", "token") else None)
+        # Set by TaserModel._routing for one forward call.
+        self.kind: Kind | None = None
+        self.token_mask: torch.Tensor | None = None
+        self.entropy: torch.Tensor | None = None
+
+    def forward(self, hidden_states, attention_mask=None, encoder_hidden_states=None,
+                encoder_attention_mask=None, cache=None, **kwargs) -> torch.Tensor:
+        h, _ = self.attention(hidden_states, attention_mask, cache=cache, **kwargs)
+        routing = self.config.routing
+        if routing == "shared":
+            return self.experts[0](h)
+        if routing == "deterministic":
+            if self.kind not in ("query", "passage"):
+                raise ValueError("deterministic routing needs to know whether the batch holds questions or "
+                                 "passages: call encode_query / encode_passage, not the BERT forward")
+            return self.experts[0 if self.kind == "query" else 1](h)
+        if routing == "sequence":
+            logits = self.router(h[:, 0])  # u = FFN input of [CLS]
+            self.entropy = routing_entropy(logits)
+            return self._dispatch(h, logits)
+        # token routing: each token on its own; entropy over real (non-padding) tokens only
+        logits = self.router(h)
+        real = self.token_mask.bool() if self.token_mask is not None else torch.ones(h.shape[:2], dtype=torch.bool,
+                                                                                       device=h.device)
+        self.entropy = routing_entropy(logits[real])
+        flat = self._dispatch(h.reshape(-1, 1, h.shape[-1]), logits.reshape(-1, logits.shape[-1]))
+        return flat.reshape(h.shape)
+
+    def _dispatch(self, h: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        """Run each routed unit (row of `h`) through its chosen expert only, never every expert."""
+        if self.training:
+            # Eq. 3 with the straight-through estimator: forward value one-hot, gradient of the soft sample.
+            weights = F.gumbel_softmax(logits, tau=self.config.router_temperature, hard=True)
+            choice = weights.argmax(-1)
+        else:
+            weights, choice = None, logits.argmax(-1)
+        out = torch.zeros_like(h)
+        for e in choice.unique().tolist():
+            idx = (choice == e).nonzero(as_tuple=True)[0]
+            y = self.experts[e](h[idx])
+            if weights is not None:
+                y = y * weights[idx, e].view(-1, 1, 1)
+            out = out.index_copy(0, idx, y)
+        return out
+
+
+class TaserModel(BiEncoderMixin, BertModel):
+    """TASER encoder (Det-R, Seq-R, Tok-R or shared). `encode_query` / `encode_passage` return pooled vectors;
+    `forward(query=..., passage=...)` returns both with beta * L_ent as `aux_loss`."""
+
+    config_class = TaserConfig
+    _no_split_modules = ["BertEmbeddings", "BertLayer", "TaserLayer"]
+
+    def __init__(self, config: TaserConfig):
+        super().__init__(config, add_pooling_layer=False)  # the papers pool the final [CLS], not BERT's pooler
+        for i in config.specialized_layers:
+            self.encoder.layer[i] = TaserLayer(config, layer_idx=i)
+        self.post_init()
+
+    @property
+    def taser_layers(self) -> list[TaserLayer]:
+        return [self.encoder.layer[i] for i in self.config.specialized_layers]
+
+    @contextmanager
+    def _routing(self, kind: Kind, attention_mask: torch.Tensor) -> Iterator[None]:
+        for layer in self.taser_layers:
+            layer.kind, layer.token_mask, layer.entropy = kind, attention_mask, None
+        try:
+            yield
+        finally:
+            for layer in self.taser_layers:
+                layer.kind = layer.token_mask = None
+
+    def _encode(self, kind: Kind, input_ids, attention_mask, token_type_ids=None):
+        with self._routing(kind, attention_mask):
+            hidden = BertModel.forward(self, input_ids=input_ids, attention_mask=attention_mask,
+                                       token_type_ids=token_type_ids).last_hidden_state
+            entropies = [layer.entropy for layer in self.taser_layers if layer.entropy is not None]
+        aux = (self.config.entropy_weight * torch.stack(entropies).sum() if entropies
+               else hidden.new_zeros(()))
+        return hidden, aux
+
+    @classmethod
+    def from_bert(cls, name_or_path: str | Path = "default", *, shared_blocks: int = 2, num_experts: int | None = None,
+                  routing: str = "deterministic", pooling: str | None = None, normalize: bool | None = None,
+                  allow_pickle: bool = False, **config_overrides) -> "TaserModel":
+        """Build TASER from a plain BERT checkpoint: attention and embeddings copied, every expert of a
+        specialized block initialised from that block's pretrained FFN (App. A), routers freshly initialised.
+
+        `pooling` / `normalize` default to the checkpoint's own (sentence-transformers config), else [CLS].
+        """
+        bert, path = load_bert(name_or_path, allow_pickle)
+        own = checkpoint_pooling(path)
+        if num_experts is None:
+            num_experts = {"deterministic": 2, "shared": 1}.get(routing, 2)
+        config = TaserConfig(**{
+            **bert.config.to_dict(),
+            "model_type": "taser",
+            "shared_blocks": shared_blocks, "num_experts": num_experts, "routing": routing,
+            "pooling": pooling or (own[0] if own else "cls"),
+            "normalize": normalize if normalize is not None else (own[1] if own else False),
+            "architectures": ["TaserModel"],
+            **config_overrides,
+        })
+        model = cls(config)
+        model.load_bert_weights(bert)
+        return model
+
+    @torch.no_grad()
+    def load_bert_weights(self, bert: BertModel) -> None:
+        """Copy a BertModel's weights in: shared blocks one-to-one, each expert from its block's FFN."""
+        self.embeddings.load_state_dict(bert.embeddings.state_dict())
+        for i, (mine, theirs) in enumerate(zip(self.encoder.layer, bert.encoder.layer)):
+            mine.attention.load_state_dict(theirs.attention.state_dict())
+            if isinstance(mine, TaserLayer):
+                for expert in mine.experts:
+                    expert.intermediate.load_state_dict(theirs.intermediate.state_dict())
+                    expert.output.load_state_dict(theirs.output.state_dict())
+            else:
+                mine.load_state_dict(theirs.state_dict())

