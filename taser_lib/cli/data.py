@@ -1,0 +1,116 @@
+"""`taser data list | fetch NAME | prepare NAME`: the dataset registry from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+BM25_DEPTH = 100  # mine hard negatives among each question's top 100 BM25 passages
+
+
+def register(subparsers) -> None:
+    data = subparsers.add_parser("data", help="datasets: list, fetch (verified), prepare")
+    sub = data.add_subparsers(dest="data_command", required=True)
+
+    listing = sub.add_parser("list", help="registered datasets, their license and local status")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _where(listing)
+    listing.set_defaults(func=_list)
+
+    fetch = sub.add_parser("fetch", help="copy a dataset from the mirror, or download it, and verify its sha256")
+    fetch.add_argument("name")
+    fetch.add_argument("--split", action="append", help="only this split's files (repeatable; default: all)")
+    fetch.add_argument("--offline", action="store_true", help="never download; use the mirror only")
+    fetch.add_argument("--allow-unverified", action="store_true",
+                       help="accept files that have no published checksum (their hash is recorded)")
+    fetch.add_argument("--force", action="store_true", help="replace files already in the data directory")
+    _where(fetch)
+    fetch.set_defaults(func=_fetch)
+
+    prepare = sub.add_parser("prepare", help="convert a fetched dataset to the prepared layout (squad-open: build "
+                                             "the benchmark)")
+    prepare.add_argument("name")
+    prepare.add_argument("--split", action="append", help="only this split (repeatable; default: all)")
+    prepare.add_argument("--seed", type=int, default=None, help="squad-open: article split seed (default 0)")
+    prepare.add_argument("--hard-negatives", type=int, default=10, metavar="N",
+                         help="squad-open: BM25 hard negatives per training question, best first (0: none; "
+                              "default 10, of which DPR-style training uses the first)")
+    _where(prepare)
+    prepare.set_defaults(func=_prepare)
+
+
+def _where(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="data directory (default: $TASER_DATA_DIR, else ~/.cache/taser/data)")
+    p.add_argument("--mirror", type=Path, default=None,
+                   help="offline mirror laid out like shared/data (default: $TASER_DATA_MIRROR)")
+
+
+def _list(args: argparse.Namespace) -> int:
+    from ..data.registry import get, local_status, names
+
+    rows = []
+    for name in names():
+        entry = get(name)
+        rows.append({"name": name, "status": local_status(name, args.data_dir, args.mirror),
+                     "license": entry.license, "splits": list(entry.splits), "description": entry.description})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    print(f"{'NAME':<{width}}  {'STATUS':<9}  LICENSE")
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['status']:<9}  {r['license']}")
+    return 0
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    from ..data.fetch import UNVERIFIED_SUFFIX
+    from ..data.registry import fetch
+
+    paths = fetch(args.name, args.split, data_dir=args.data_dir, mirror=args.mirror, download=not args.offline,
+                  allow_unverified=args.allow_unverified, force=args.force)
+    for path in paths:
+        unverified = path.with_name(path.name + UNVERIFIED_SUFFIX).is_file()
+        print(f"{'UNVERIFIED' if unverified else 'verified  '}  {path}")
+    print(f"{args.name}: {len(paths)} file(s) in place")
+    return 0
+
+
+def _bm25_miner(per_question: int):
+    """A hard-negative miner for SQuAD-open from the retrieval layer, or None when that layer is absent."""
+    try:
+        from ..data.answers import AnswerMatcher
+        from ..retrieval.bm25 import BM25Index, BM25Params
+        from ..retrieval.negatives import mine_hard_negatives
+    except ModuleNotFoundError as err:
+        print(f"note: no BM25 hard negatives ({err.name} is not available); the training json has none")
+        return None
+
+    def mine(squad_open) -> tuple[dict[str, list[str]], dict[str, Any]]:
+        params = BM25Params()
+        index = BM25Index.build(squad_open.corpus, params)
+        matcher = AnswerMatcher(squad_open.corpus)
+        negatives: dict[str, list[str]] = {}
+        for queries in squad_open.splits.values():
+            run = index.search(queries, k=BM25_DEPTH)
+            exclude = {qid: squad_open.positives[qid] for qid in queries}
+            negatives.update(mine_hard_negatives(run, queries, matcher, n=per_question, exclude=exclude))
+        return negatives, {"method": "bm25", "bm25": asdict(params), "depth": BM25_DEPTH,
+                           "per_question": per_question,
+                           "rule": "highest-ranked BM25 passages that are not positives and contain no answer "
+                                   "(DPR's has-answer rule)"}
+    return mine
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from ..data.registry import prepare
+
+    miner = _bm25_miner(args.hard_negatives) if args.name == "squad-open" and args.hard_negatives > 0 else None
+    summary = prepare(args.name, args.split, data_dir=args.data_dir, mirror=args.mirror, seed=args.seed,
+                      negatives=miner)
+    print(json.dumps(summary, indent=2))
+    return 0
