@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 import regex
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .types import Corpus, Queries, Query
 

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from ..io import atomic_dir

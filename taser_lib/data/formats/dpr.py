@@ -14,7 +14,7 @@ import ast
 import csv
 from collections.abc import Iterator
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ...errors import FormatError
 from ..types import Corpus, Document, Queries, Query

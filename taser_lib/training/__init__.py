@@ -1,0 +1,1 @@
+"""Training layer: trainers, hard-negative mining, checkpoints, distributed helpers (losses: taser_lib.losses)."""
