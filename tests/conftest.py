@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# faiss and torch each start one OpenMP thread per core; two pools on 2 cores thrash. One each in tests.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 
 

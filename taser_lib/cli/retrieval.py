@@ -1,0 +1,234 @@
+"""`taser index`, `taser search`, `taser evaluate`: retrieve from a prepared dataset folder and score the run.
+
+A dataset is a prepared split folder (corpus.jsonl, queries.jsonl, qrels.tsv, meta.json; `taser data prepare`)
+or a registered name with an optional split, e.g. `squad-open:test`.
+An index folder holds `taser_index.json` (which retriever, which model) and `bm25/` or `faiss/` + `embeddings/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from ..errors import ConfigError, TaserError
+
+_INDEX_META = "taser_index.json"
+_DATASET_HELP = "prepared split folder, or a registered dataset NAME[:SPLIT] (e.g. squad-open:test)"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("index", help="build a BM25 or dense index of a prepared dataset's corpus")
+    p.add_argument("dataset", help=_DATASET_HELP)
+    p.add_argument("--retriever", choices=("bm25", "dense"), required=True)
+    p.add_argument("--out", type=Path, required=True, help="index folder")
+    _bm25_options(p)
+    _dense_options(p)
+    p.add_argument("--index-type", choices=("flat", "hnsw", "ivfpq"), default="flat")
+    p.add_argument("--index-param", action="append", default=[], metavar="NAME=INT",
+                   help="faiss index parameter, e.g. M=32 or nlist=1024 (repeatable)")
+    p.add_argument("--shard-size", type=int, default=100_000, help="passages per embedding shard (resumable)")
+    p.set_defaults(func=_index)
+
+    s = subparsers.add_parser("search", help="retrieve the top k passages per query; writes a TREC run")
+    s.add_argument("dataset", help=_DATASET_HELP)
+    s.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), required=True)
+    s.add_argument("--out", type=Path, required=True, help="TREC run file to write")
+    s.add_argument("-k", type=int, default=100, help="passages per query (default 100)")
+    s.add_argument("--bm25-index", type=Path, help="index folder from `taser index --retriever bm25` "
+                                                  "(default: build one in memory)")
+    s.add_argument("--dense-index", type=Path, help="index folder from `taser index --retriever dense` "
+                                                   "(default: encode the corpus in memory)")
+    _bm25_options(s)
+    _dense_options(s)
+    s.add_argument("--alpha", type=float, help="hybrid: weight of BM25 in Eq. 6 (choose it on a dev set)")
+    s.add_argument("--k-prime", type=int, default=100, help="hybrid: candidates from each retriever (default 100)")
+    s.add_argument("--tag", default=None, help="run tag (default: the retriever name)")
+    s.set_defaults(func=_search)
+
+    e = subparsers.add_parser("evaluate", help="score a TREC run: R@K for QA sets, ir-measures for qrels sets")
+    e.add_argument("run", type=Path, help="TREC run file")
+    e.add_argument("dataset", help=_DATASET_HELP + " (the one the run was made on)")
+    e.add_argument("--ks", type=int, nargs="+", default=[1, 5, 20, 100], help="K of R@K (QA sets)")
+    e.add_argument("--measures", nargs="+", default=["nDCG@10", "RR@10", "R@100"],
+                   help="ir-measures measure strings (qrels sets)")
+    e.add_argument("--out", type=Path, help="JSON file for the scores (default: <run>.eval.json)")
+    e.set_defaults(func=_evaluate)
+
+
+def _bm25_options(p: argparse.ArgumentParser) -> None:
+    from ..retrieval.bm25 import BM25Params
+
+    defaults = BM25Params()
+    p.add_argument("--k1", type=float, default=defaults.k1, help=f"BM25 k1 (default {defaults.k1})")
+    p.add_argument("--b", type=float, default=defaults.b, help=f"BM25 b (default {defaults.b})")
+
+
+def _dense_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="default", help="dense encoder: 'default' or a saved model folder")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+
+
+def _load_dataset(spec: str):
+    """A prepared split folder, or a registered dataset as NAME or NAME:SPLIT (read through the registry)."""
+    from ..data.formats.beir import read_prepared
+
+    path = Path(spec)
+    if path.is_dir():
+        return read_prepared(path)
+    if path.exists() or "/" in spec:
+        raise TaserError(f"{spec} is not a prepared dataset folder (`taser data prepare NAME` writes one)")
+    from ..data.registry import load_dataset
+
+    name, _, split = spec.partition(":")
+    return load_dataset(name, split or None)
+
+
+def _encoder(args: argparse.Namespace):
+    from ..models import load_encoder
+
+    return load_encoder(args.model, batch_size=args.batch_size, device=args.device)
+
+
+def _index_params(pairs: list[str]) -> dict[str, int]:
+    params = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not value.lstrip("-").isdigit():
+            raise ConfigError(f"--index-param {pair!r}: expected NAME=INTEGER")
+        params[name] = int(value)
+    return params
+
+
+def _read_index_meta(folder: Path, retriever: str) -> dict:
+    path = folder / _INDEX_META
+    if not path.is_file():
+        raise TaserError(f"{folder} is not an index folder (no {_INDEX_META}; `taser index` writes one)")
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    if meta["retriever"] != retriever:
+        raise TaserError(f"{folder} is a {meta['retriever']} index, not a {retriever} one")
+    return meta
+
+
+def _index(args: argparse.Namespace) -> int:
+    from ..io import atomic_write_json
+    from ..meta import run_metadata
+    from ..retrieval.bm25 import BM25Index, BM25Params
+    from ..retrieval.dense import DenseIndex, encode_corpus_to_shards
+
+    dataset = _load_dataset(args.dataset)
+    start = time.perf_counter()
+    meta = {"retriever": args.retriever, "dataset": str(args.dataset), "n_docs": len(dataset.corpus)}
+    if args.retriever == "bm25":
+        BM25Index.build(dataset.corpus, BM25Params(k1=args.k1, b=args.b)).save(args.out / "bm25")
+    else:
+        params = _index_params(args.index_param)
+        shards = encode_corpus_to_shards(_encoder(args), dataset.corpus, args.out / "embeddings",
+                                         shard_size=args.shard_size, model_name=args.model)
+        DenseIndex.from_shards(shards, args.index_type, params).save(args.out / "faiss")
+        meta.update(model=args.model, index_type=args.index_type, index_params=params)
+    seconds = time.perf_counter() - start
+    atomic_write_json(args.out / _INDEX_META, {**meta, "seconds": seconds, **run_metadata()})
+    print(f"indexed {len(dataset.corpus)} passages of {args.dataset} with {args.retriever} into {args.out} "
+          f"({seconds:.1f} s)")
+    return 0
+
+
+def _bm25_run(args: argparse.Namespace, dataset, k: int):
+    from ..retrieval.bm25 import BM25Index, BM25Params
+
+    if args.bm25_index:
+        _read_index_meta(args.bm25_index, "bm25")
+        index = BM25Index.load(args.bm25_index / "bm25")
+    else:
+        index = BM25Index.build(dataset.corpus, BM25Params(k1=args.k1, b=args.b))
+    if index.doc_ids != list(dataset.corpus):
+        raise TaserError(f"the BM25 index was built from another corpus than {args.dataset}'s")
+    return index.search(dataset.queries, k=k)
+
+
+def _dense_run(args: argparse.Namespace, dataset, k: int):
+    from ..retrieval.dense import DenseIndex, dense_search, encode_corpus
+
+    if args.dense_index:
+        meta = _read_index_meta(args.dense_index, "dense")
+        if meta["model"] != args.model:
+            raise TaserError(f"{args.dense_index} was encoded with --model {meta['model']!r}, not {args.model!r}")
+        index = DenseIndex.load(args.dense_index / "faiss")
+        if index.doc_ids != list(dataset.corpus):
+            raise TaserError(f"the dense index was built from another corpus than {args.dataset}'s")
+        encoder = _encoder(args)
+    else:
+        encoder = _encoder(args)
+        doc_ids, embeddings = encode_corpus(encoder, dataset.corpus)
+        index = DenseIndex.from_embeddings(embeddings, doc_ids)
+    return dense_search(encoder, index, dataset.queries, k=k)
+
+
+def _search(args: argparse.Namespace) -> int:
+    from ..retrieval.hybrid import fuse
+    from ..retrieval.runs import write_run
+
+    if args.k < 1 or args.k_prime < 1:
+        raise ConfigError("-k and --k-prime must be positive")
+    if args.retriever == "hybrid" and args.alpha is None:
+        raise ConfigError("--retriever hybrid needs --alpha (TASER App. D: chosen on dev data from 0.5..2.0; "
+                          "see taser_lib.retrieval.choose_alpha)")
+    dataset = _load_dataset(args.dataset)
+    start = time.perf_counter()
+    if args.retriever == "bm25":
+        run = _bm25_run(args, dataset, args.k)
+    elif args.retriever == "dense":
+        run = _dense_run(args, dataset, args.k)
+    else:
+        run = fuse(_dense_run(args, dataset, args.k_prime), _bm25_run(args, dataset, args.k_prime), args.alpha,
+                   k=args.k, k_prime=args.k_prime)
+    write_run(args.out, run, tag=args.tag or args.retriever)
+    empty = sum(1 for qid in dataset.queries if not run.get(qid))
+    print(f"{args.retriever}: {len(dataset.queries)} queries of {args.dataset}, top {args.k} -> {args.out} "
+          f"({time.perf_counter() - start:.1f} s" + (f"; {empty} queries retrieved nothing)" if empty else ")"))
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from ..data.answers import AnswerMatcher
+    from ..evaluation.answer_recall import answer_recall
+    from ..evaluation.metrics import evaluate
+    from ..io import atomic_write_json
+    from ..meta import run_metadata
+    from ..retrieval.runs import read_run
+
+    run = read_run(args.run)
+    dataset = _load_dataset(args.dataset)
+    unknown = set(run) - set(dataset.queries)
+    if unknown:
+        raise TaserError(f"{args.run} has {len(unknown)} queries that {args.dataset} does not, "
+                         f"e.g. {sorted(unknown)[:3]}: was it made on another dataset or split?")
+    with_answers = [q for q in dataset.queries.values() if q.answers]
+    if with_answers and len(with_answers) != len(dataset.queries):
+        raise TaserError(f"{args.dataset}: {len(dataset.queries) - len(with_answers)} of {len(dataset.queries)} "
+                         f"queries have no answers")
+    # Two families, kept apart: answer recall's R@K (TASER's top-K accuracy) and ir-measures' R@K (qrels recall)
+    # share a name.
+    scores: dict[str, dict[str, float]] = {}
+    timings: dict[str, float] = {}
+    if with_answers:
+        start = time.perf_counter()
+        scores["answer_recall"] = answer_recall(AnswerMatcher(dataset.corpus), dataset.queries, run, ks=args.ks)
+        timings["answer_matching_seconds"] = time.perf_counter() - start
+    if dataset.qrels:
+        scores["ir_measures"] = evaluate(run, dataset.qrels, args.measures)
+    if not scores:
+        raise TaserError(f"{args.dataset} has neither answers nor qrels to evaluate against")
+    out = args.out or args.run.with_name(args.run.name + ".eval.json")
+    atomic_write_json(out, {"run": str(args.run), "dataset": str(args.dataset), "queries": len(dataset.queries),
+                            **scores, **timings, **run_metadata()})
+    titles = {"answer_recall": "answer recall (top-K accuracy, DPR matching)", "ir_measures": "qrels (ir-measures)"}
+    for family, values in scores.items():
+        print(titles[family])
+        for name, value in values.items():
+            print(f"  {name:>10}  {value:.4f}")
+    print(f"({len(dataset.queries)} queries; scores written to {out})")
+    return 0

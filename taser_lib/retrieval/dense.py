@@ -1,0 +1,294 @@
+"""Dense retrieval with faiss: inner-product search over passage embeddings from any encoder.
+
+`IndexFlatIP` (exact) by default; HNSW and IVF-PQ as approximate options. faiss-gpu is used when it sees a GPU
+(HNSW has no GPU version and stays on the CPU). A corpus too large for memory is encoded to float32 `.npy` shards
+on disk (`encode_corpus_to_shards`, resumable) and indexed shard by shard from memory maps (`DenseIndex.from_shards`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import faiss
+import numpy as np
+from tqdm import tqdm
+
+from ..data.types import Corpus, Queries, Run
+from ..errors import ConfigError
+from ..io import atomic_dir, atomic_path, atomic_write_json
+from ..meta import run_metadata
+
+
+class Encoder(Protocol):
+    """What retrieval needs from a bi-encoder (e.g. `taser_lib.models.load_encoder(...)`)."""
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray: ...
+
+    def encode_passages(self, passages: list[tuple[str, str]]) -> np.ndarray: ...
+
+
+# Index types and their parameters (defaults). HNSW: graph degree M, build / search beam widths. IVF-PQ: nlist
+# inverted lists, PQ with m sub-quantizers of nbits each (m must divide the dimension), nprobe lists searched,
+# at most train_size vectors to train on.
+INDEX_TYPES: dict[str, dict[str, int]] = {
+    "flat": {},
+    "hnsw": {"M": 32, "ef_construction": 200, "ef_search": 128},
+    "ivfpq": {"nlist": 1024, "m": 64, "nbits": 8, "nprobe": 32, "train_size": 262_144},
+}
+
+
+def resolve_params(index_type: str, params: dict[str, Any] | None = None) -> dict[str, int]:
+    """The index type's defaults updated by `params`; unknown types or parameter names are a ConfigError."""
+    if index_type not in INDEX_TYPES:
+        raise ConfigError(f"unknown index type {index_type!r}; expected one of {sorted(INDEX_TYPES)}")
+    unknown = set(params or {}) - set(INDEX_TYPES[index_type])
+    if unknown:
+        raise ConfigError(f"unknown {index_type} parameters {sorted(unknown)}; "
+                          f"expected some of {sorted(INDEX_TYPES[index_type])}")
+    return {**INDEX_TYPES[index_type], **(params or {})}
+
+
+def _check_embeddings(emb: np.ndarray, n: int, what: str, dim: int | None = None) -> np.ndarray:
+    if not isinstance(emb, np.ndarray) or emb.dtype != np.float32 or emb.ndim != 2 or emb.shape[0] != n:
+        raise ValueError(f"{what}: expected a float32 array of shape [{n}, d], got "
+                         f"{getattr(emb, 'dtype', type(emb))} {getattr(emb, 'shape', '')}")
+    if dim is not None and emb.shape[1] != dim:
+        raise ValueError(f"{what}: dimension {emb.shape[1]} differs from the index's {dim}")
+    return np.ascontiguousarray(emb)
+
+
+def _new_cpu_index(dim: int, index_type: str, params: dict[str, int]) -> faiss.Index:
+    if index_type == "flat":
+        return faiss.IndexFlatIP(dim)
+    if index_type == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, params["M"], faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = params["ef_construction"]
+        return index
+    if dim % params["m"]:
+        raise ConfigError(f"IVF-PQ: m={params['m']} sub-quantizers must divide the dimension {dim}")
+    return faiss.index_factory(dim, f"IVF{params['nlist']},PQ{params['m']}x{params['nbits']}",
+                               faiss.METRIC_INNER_PRODUCT)
+
+
+def _set_search_params(index: faiss.Index, index_type: str, params: dict[str, int]) -> None:
+    if index_type == "hnsw":
+        index.hnsw.efSearch = params["ef_search"]
+    elif index_type == "ivfpq":
+        faiss.extract_index_ivf(index).nprobe = params["nprobe"]
+
+
+class DenseIndex:
+    """A faiss inner-product index and the doc id of each row.
+
+    >>> index = DenseIndex.from_embeddings(emb, ids)  # or DenseIndex.from_shards(encode_corpus_to_shards(...))
+    >>> run = dense_search(encoder, index, queries, k=100)
+    """
+
+    def __init__(self, dim: int, index_type: str = "flat", params: dict[str, Any] | None = None,
+                 use_gpu: bool | None = None):
+        self.dim, self.index_type = dim, index_type
+        self.params = resolve_params(index_type, params)
+        self.doc_ids: list[str] = []
+        self._place(_new_cpu_index(dim, index_type, self.params), use_gpu)
+
+    def _place(self, cpu: faiss.Index, use_gpu: bool | None) -> None:
+        """Set search parameters and move to the GPUs when asked, or by default when faiss-gpu sees one."""
+        _set_search_params(cpu, self.index_type, self.params)
+        gpus = faiss.get_num_gpus()
+        if use_gpu and (gpus == 0 or self.index_type == "hnsw"):
+            raise ConfigError("use_gpu=True needs faiss-gpu with a visible GPU and a flat or ivfpq index")
+        self.on_gpu = bool(gpus > 0 and self.index_type != "hnsw") if use_gpu is None else use_gpu
+        self.index = faiss.index_cpu_to_all_gpus(cpu) if self.on_gpu else cpu
+
+    @property
+    def is_trained(self) -> bool:
+        return bool(self.index.is_trained)
+
+    def train(self, sample: np.ndarray) -> None:
+        """IVF-PQ only: learn the coarse quantizer and PQ codebooks from sample vectors."""
+        sample = _check_embeddings(sample, len(sample), "training sample", self.dim)
+        if len(sample) < self.params.get("nlist", 0):
+            raise ValueError(f"IVF-PQ needs at least nlist={self.params['nlist']} training vectors, got {len(sample)}")
+        self.index.train(sample)
+
+    def add(self, embeddings: np.ndarray, doc_ids: Sequence[str]) -> None:
+        if not self.is_trained:
+            raise ValueError(f"the {self.index_type} index must be trained before vectors are added")
+        self.index.add(_check_embeddings(embeddings, len(doc_ids), "passage embeddings", self.dim))
+        self.doc_ids.extend(doc_ids)
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def search(self, query_embeddings: np.ndarray, k: int) -> tuple[np.ndarray, list[list[str]]]:
+        """Scores [n, k'] and doc ids of each query's top k' = min(k, len(index)) rows, best first."""
+        if k < 1:
+            raise ValueError(f"k must be positive, got {k}")
+        if not self.doc_ids:
+            raise ValueError("the index is empty")
+        queries = _check_embeddings(query_embeddings, len(query_embeddings), "query embeddings", self.dim)
+        scores, rows = self.index.search(queries, min(k, len(self.doc_ids)))
+        # faiss pads "fewer than k found" (possible with IVF / HNSW) at the end with row -1.
+        ids = [[self.doc_ids[r] for r in row if r >= 0] for row in rows.tolist()]
+        return scores, ids
+
+    def search_run(self, query_ids: Sequence[str], query_embeddings: np.ndarray, k: int) -> Run:
+        scores, ids = self.search(query_embeddings, k)
+        return {qid: {d: float(s) for d, s in zip(row_ids, row_scores.tolist())}
+                for qid, row_ids, row_scores in zip(query_ids, ids, scores)}
+
+    @classmethod
+    def from_embeddings(cls, embeddings: np.ndarray, doc_ids: Sequence[str], index_type: str = "flat",
+                        params: dict[str, Any] | None = None, use_gpu: bool | None = None,
+                        seed: int = 0) -> "DenseIndex":
+        index = cls(embeddings.shape[1], index_type, params, use_gpu)
+        if not index.is_trained:
+            index.train(_training_sample([embeddings], len(embeddings), index.params["train_size"], seed))
+        index.add(embeddings, doc_ids)
+        return index
+
+    @classmethod
+    def from_shards(cls, shards: "ShardedEmbeddings", index_type: str = "flat",
+                    params: dict[str, Any] | None = None, use_gpu: bool | None = None,
+                    progress: bool = True, seed: int = 0) -> "DenseIndex":
+        """Index shard by shard from memory maps (an IVF-PQ index first trains on a seeded random sample)."""
+        index = cls(shards.dim, index_type, params, use_gpu)
+        if not index.is_trained:
+            index.train(_training_sample((emb for _, emb in shards), len(shards), index.params["train_size"], seed))
+        for ids, emb in tqdm(shards, total=shards.n_shards, desc="indexing shards", disable=not progress):
+            index.add(np.asarray(emb), ids)
+        return index
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Folder with index.faiss, doc_ids.json and meta.json, replaced whole (atomically)."""
+        cpu = faiss.index_gpu_to_cpu(self.index) if self.on_gpu else self.index
+        with atomic_dir(path) as tmp:
+            faiss.write_index(cpu, str(tmp / "index.faiss"))
+            atomic_write_json(tmp / "doc_ids.json", self.doc_ids)
+            atomic_write_json(tmp / "meta.json", {"dim": self.dim, "index_type": self.index_type,
+                                                  "params": self.params, "n_docs": len(self.doc_ids),
+                                                  **run_metadata()})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, use_gpu: bool | None = None) -> "DenseIndex":
+        path = Path(path)
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+        index = cls(meta["dim"], meta["index_type"], meta["params"], use_gpu=False)
+        cpu = faiss.read_index(str(path / "index.faiss"))
+        index.doc_ids = json.loads((path / "doc_ids.json").read_text(encoding="utf-8"))
+        if cpu.ntotal != len(index.doc_ids) or cpu.d != index.dim:
+            raise ValueError(f"{path}: index.faiss holds {cpu.ntotal} vectors of dimension {cpu.d}, "
+                             f"but doc_ids.json lists {len(index.doc_ids)} and meta.json says dimension {index.dim}")
+        index._place(cpu, use_gpu)
+        return index
+
+
+def _training_sample(arrays: Iterable[np.ndarray], n: int, size: int, seed: int) -> np.ndarray:
+    """At most `size` rows drawn uniformly without replacement (seeded) from arrays holding `n` rows in all;
+    from memory maps only the chosen rows are read."""
+    chosen = np.sort(np.random.default_rng(seed).choice(n, size=min(size, n), replace=False))
+    parts, start = [], 0
+    for arr in arrays:
+        local = chosen[(chosen >= start) & (chosen < start + len(arr))] - start
+        parts.append(np.asarray(arr[local], dtype=np.float32))
+        start += len(arr)
+    return np.concatenate(parts)
+
+
+def _passages(corpus: Corpus, ids: Sequence[str]) -> list[tuple[str, str]]:
+    return [(corpus[d].title, corpus[d].text) for d in ids]
+
+
+def encode_corpus(encoder: Encoder, corpus: Corpus) -> tuple[list[str], np.ndarray]:
+    """(doc ids, float32 embeddings [n, d]) of the whole corpus, in memory."""
+    ids = list(corpus)
+    return ids, _check_embeddings(encoder.encode_passages(_passages(corpus, ids)), len(ids), "encode_passages")
+
+
+def dense_search(encoder: Encoder, index: DenseIndex, queries: Queries, k: int = 100) -> Run:
+    """Encode the queries and return each one's top k passages by inner product."""
+    ids = list(queries)
+    emb = _check_embeddings(encoder.encode_queries([queries[q].text for q in ids]), len(ids), "encode_queries")
+    return index.search_run(ids, emb, k)
+
+
+def _ids_digest(ids: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()
+
+
+class ShardedEmbeddings:
+    """A folder of embedding shards written by `encode_corpus_to_shards`, read back as memory maps.
+
+    Iterating yields (doc ids, float32 memmap [n_i, d]) per shard, in corpus order.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        manifest = json.loads((self.path / "manifest.json").read_text(encoding="utf-8"))
+        self.n_docs, self.shard_size = manifest["n_docs"], manifest["shard_size"]
+        self.n_shards = -(-self.n_docs // self.shard_size)
+        missing = [i for i in range(self.n_shards) if not _shard_paths(self.path, i)[1].is_file()]
+        if missing:
+            raise ValueError(f"{self.path}: shards {missing[:5]} of {self.n_shards} are missing "
+                             f"(encoding was interrupted; rerun encode_corpus_to_shards to finish)")
+        self.dim = int(np.load(_shard_paths(self.path, 0)[1], mmap_mode="r").shape[1])
+
+    def shard(self, i: int) -> tuple[list[str], np.ndarray]:
+        ids_path, emb_path = _shard_paths(self.path, i)
+        return json.loads(ids_path.read_text(encoding="utf-8")), np.load(emb_path, mmap_mode="r")
+
+    def __iter__(self) -> Iterator[tuple[list[str], np.ndarray]]:
+        return (self.shard(i) for i in range(self.n_shards))
+
+    def __len__(self) -> int:
+        return self.n_docs
+
+
+def _shard_paths(folder: Path, i: int) -> tuple[Path, Path]:
+    return folder / f"shard_{i:05d}.ids.json", folder / f"shard_{i:05d}.npy"
+
+
+def encode_corpus_to_shards(encoder: Encoder, corpus: Corpus, out_dir: str | os.PathLike,
+                            shard_size: int = 100_000, model_name: str = "", progress: bool = True
+                            ) -> ShardedEmbeddings:
+    """Encode the corpus into float32 .npy shards of `shard_size` passages under `out_dir`.
+
+    Resumable: each shard's ids and then its embeddings are written atomically, so a shard whose .npy exists is
+    complete and is skipped on a rerun. The manifest records corpus ids, shard size and `model_name`; rerunning into
+    the folder with a different corpus, shard size or model name is an error rather than a silent mix.
+    """
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be positive, got {shard_size}")
+    if not corpus:
+        raise ValueError("cannot encode an empty corpus")
+    out = Path(out_dir)
+    ids = list(corpus)
+    manifest = {"n_docs": len(ids), "shard_size": shard_size, "ids_sha256": _ids_digest(ids),
+                "model_name": model_name}
+    manifest_path = out / "manifest.json"
+    if manifest_path.is_file():
+        old = json.loads(manifest_path.read_text(encoding="utf-8"))
+        differing = sorted(k for k in manifest if old.get(k) != manifest[k])
+        if differing:
+            raise ValueError(f"{out} holds shards with different {differing}; use another folder")
+    else:
+        atomic_write_json(manifest_path, {**manifest, **run_metadata()})
+    n_shards = -(-len(ids) // shard_size)
+    bar = tqdm(total=len(ids), desc="encoding shards", unit="passage", disable=not progress)
+    for i in range(n_shards):
+        shard_ids = ids[i * shard_size:(i + 1) * shard_size]
+        ids_path, emb_path = _shard_paths(out, i)
+        if not emb_path.is_file():
+            emb = _check_embeddings(encoder.encode_passages(_passages(corpus, shard_ids)), len(shard_ids),
+                                    f"encode_passages (shard {i})")
+            atomic_write_json(ids_path, shard_ids)
+            with atomic_path(emb_path) as tmp, open(tmp, "wb") as f:
+                np.save(f, emb)
+        bar.update(len(shard_ids))
+    bar.close()
+    return ShardedEmbeddings(out)

@@ -1,0 +1,74 @@
+"""`taser index | search | evaluate` on small prepared folders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from taser_lib.cli import main
+from taser_lib.data.formats.beir import write_prepared
+from taser_lib.data.types import Dataset, Document, Query
+from taser_lib.retrieval.runs import read_run
+
+TEXTS = ["Paris is the capital and largest city of France.", "The Nile is a major river in Africa.",
+         "Mount Everest is the highest mountain on Earth.", "Python is a programming language.",
+         "The Amazon rainforest covers much of Brazil.", "Tokyo is the capital of Japan."]
+QUESTIONS = [("q1", "What is the capital of France?", "Paris", "d0"), ("q2", "Which river is in Africa?", "Nile", "d1"),
+             ("q3", "What is the highest mountain?", "Everest", "d2"), ("q4", "capital of Japan", "Tokyo", "d5")]
+
+
+@pytest.fixture
+def qa_folder(tmp_path):
+    corpus = {f"d{i}": Document(f"d{i}", t, title=f"Article {i}") for i, t in enumerate(TEXTS)}
+    queries = {q: Query(q, text, (answer,)) for q, text, answer, _ in QUESTIONS}
+    qrels = {q: {doc: 1} for q, _, _, doc in QUESTIONS}
+    return write_prepared(Dataset("toy-qa", "test", corpus, queries, qrels), tmp_path / "qa")
+
+
+def test_bm25_index_search_evaluate(qa_folder, tmp_path, capsys):
+    assert main(["index", str(qa_folder), "--retriever", "bm25", "--out", str(tmp_path / "idx")]) == 0
+    run_path = tmp_path / "bm25.trec"
+    assert main(["search", str(qa_folder), "--retriever", "bm25", "--bm25-index", str(tmp_path / "idx"),
+                 "--out", str(run_path), "-k", "3"]) == 0
+    run = read_run(run_path)
+    assert {q: next(iter(scores)) for q, scores in run.items()} == {q: d for q, _, _, d in QUESTIONS}
+    capsys.readouterr()
+    assert main(["evaluate", str(run_path), str(qa_folder), "--ks", "1", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "R@1" in printed and "nDCG@10" in printed
+    result = json.loads((tmp_path / "bm25.trec.eval.json").read_text())
+    # The top passage of every query holds its answer and is its one judged passage.
+    assert result["answer_recall"] == {"R@1": 1.0, "R@3": 1.0} and result["queries"] == 4
+    assert result["ir_measures"]["nDCG@10"] == 1.0 and result["ir_measures"]["R@100"] == 1.0
+    assert "versions" in result and "answer_matching_seconds" in result
+
+
+def test_user_errors_exit_2(qa_folder, tmp_path, capsys):
+    assert main(["search", str(qa_folder), "--retriever", "hybrid", "--out", str(tmp_path / "r")]) == 2
+    assert "--alpha" in capsys.readouterr().err
+    assert main(["search", str(tmp_path / "nowhere"), "--retriever", "bm25", "--out", str(tmp_path / "r")]) == 2
+    assert main(["search", "no-such-dataset:test", "--retriever", "bm25", "--out", str(tmp_path / "r")]) == 2
+    other = tmp_path / "other.trec"
+    other.write_text("q77 Q0 d0 1 1.0 x\n")
+    assert main(["evaluate", str(other), str(qa_folder)]) == 2
+    assert "another dataset" in capsys.readouterr().err
+    assert main(["search", str(qa_folder), "--retriever", "bm25", "--bm25-index", str(tmp_path),
+                 "--out", str(tmp_path / "r")]) == 2
+
+
+@pytest.mark.slow
+def test_dense_and_hybrid_with_default_model(qa_folder, tmp_path, capsys):
+    assert main(["index", str(qa_folder), "--retriever", "dense", "--out", str(tmp_path / "dense"),
+                 "--shard-size", "4"]) == 0
+    assert len(list((tmp_path / "dense" / "embeddings").glob("shard_*.npy"))) == 2
+    for retriever, extra in (("dense", []), ("hybrid", ["--alpha", "1.0"])):
+        run_path = tmp_path / f"{retriever}.trec"
+        assert main(["search", str(qa_folder), "--retriever", retriever, "--dense-index", str(tmp_path / "dense"),
+                     "--out", str(run_path), "-k", "3", *extra]) == 0
+        # The packaged MiniLM finds each of these one-topic passages first.
+        run = read_run(run_path)
+        assert {q: max(s, key=s.get) for q, s in run.items()} == {q: d for q, _, _, d in QUESTIONS}
+    assert main(["search", str(qa_folder), "--retriever", "dense", "--dense-index", str(tmp_path / "dense"),
+                 "--model", str(tmp_path), "--out", str(tmp_path / "x.trec")]) == 2
+    assert "encoded with --model 'default'" in capsys.readouterr().err
