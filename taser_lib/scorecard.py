@@ -415,21 +415,23 @@ def _fmt(x: float) -> str:
 class _Tables:
     """Result tables of one profile, each read once."""
 
-    def __init__(self, profile_dir: Path):
-        self.dir, self.cache = profile_dir, {}
+    def __init__(self, profile_dir: Path, folders: Mapping[str, Path] | None = None):
+        self.dir, self.cache, self.folders = profile_dir, {}, dict(folders or {})
 
     def get(self, notebook: str, table: str) -> pd.DataFrame | None:
         key = (notebook, table)
         if key not in self.cache:
-            folder = self.dir / notebook
+            folder = self.folders.get(notebook, self.dir / notebook)
             data = load_result(folder, table) if (folder / META_NAME).is_file() else None
             self.cache[key] = pd.DataFrame([data]) if isinstance(data, dict) else data
         return self.cache[key]
 
 
-def evaluate_claim(claim: Claim, profile_dir: str | os.PathLike) -> Verdict:
-    """Our numbers for `claim` in one profile's results, and whether its direction holds."""
-    tables = _Tables(Path(profile_dir))
+def evaluate_claim(claim: Claim, profile_dir: str | os.PathLike,
+                   folders: Mapping[str, str | os.PathLike] | None = None) -> Verdict:
+    """Our numbers for `claim` in one profile's results, and whether its direction holds. `folders` maps a
+    notebook to the folder holding its tables when that is not `profile_dir/<notebook>` (a running notebook)."""
+    tables = _Tables(Path(profile_dir), {k: Path(v) for k, v in (folders or {}).items()})
     frames: dict[str, pd.DataFrame] = {}
     for name, q in claim.quantities.items():
         frame = tables.get(q.notebook or claim.notebook, q.table or claim.table)
@@ -480,6 +482,23 @@ def evaluate_claim(claim: Claim, profile_dir: str | os.PathLike) -> Verdict:
         failed = [g for g, ok in zip(groups, outcomes) if not ok]
         holds += f" (fails on {', '.join(failed)})"
     return Verdict("; ".join(parts), holds)
+
+
+def notebook_claims(notebook: str, results_dir: str | os.PathLike | None = None,
+                    claims: tuple[Claim, ...] = CLAIMS) -> pd.DataFrame:
+    """The paper's claims whose numbers `notebook` produces, beside ours from `results_dir` (the notebook's own
+    result folder, e.g. while it runs) when given: the "paper's table beside ours" cell of a notebook."""
+    rows = []
+    for claim in claims:
+        if claim.notebook != notebook:
+            continue
+        row = {"id": claim.id, "where": claim.where, "claim": claim.statement, "paper": claim.paper_numbers}
+        if results_dir is not None:
+            folder = Path(results_dir)
+            verdict = evaluate_claim(claim, folder.parent, folders={notebook: folder})
+            row.update({"ours": verdict.ours, "direction holds": verdict.holds})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def profiles_with_results(results_root: str | os.PathLike) -> list[str]:

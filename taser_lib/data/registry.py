@@ -396,6 +396,16 @@ def load_dataset(name: str, split: str | None = None, *, data_dir: str | os.Path
     return _load_raw(entry, split, data_dir, mirror, skip_bad=skip_bad, report=report, **options)
 
 
+def ensure_prepared(name: str, *, data_dir: str | os.PathLike | None = None,
+                    mirror: str | os.PathLike | None = None) -> Path:
+    """The prepared folder of a derived dataset (squad-open), built now if it is missing. An existing prepared
+    copy is never rebuilt or overwritten here (it may carry mined hard negatives); `prepare` replaces it."""
+    folder = prepared_dir(name, data_dir)
+    if not (folder / "meta.json").is_file():
+        prepare(name, data_dir=data_dir, mirror=mirror)
+    return folder
+
+
 def _load_raw(entry: DatasetEntry, split: str, data_dir, mirror, **kw) -> Dataset:
     fetch(entry.name, [split], data_dir=data_dir, mirror=mirror, progress=False)
     root = resolve_data_dir(data_dir) / entry.folder

@@ -1,0 +1,85 @@
+"""First-stage retrieval baselines in a few calls: BM25, a dense encoder, and their Eq. 6 hybrid, scored the way
+the TASER tables score them (R@K in percent for QA sets with answers; nDCG@10 in percent for qrels sets).
+
+    >>> runs = first_stage_runs(dataset, encoder)                    # {"bm25": Run, "dense": Run}
+    >>> alpha = choose_hybrid_alpha([(dev_dataset, dev_runs)]).alpha  # one alpha for every dataset (App. D)
+    >>> runs["hybrid"] = fuse(runs["dense"], runs["bm25"], alpha)
+    >>> rows = score_runs(dataset, runs)                              # long rows: model, dataset, metric, value
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..data.answers import AnswerMatcher
+from ..data.types import Dataset, Run
+from ..retrieval.bm25 import BM25Index
+from ..retrieval.dense import DenseIndex, Encoder, dense_search, encode_corpus
+from ..retrieval.hybrid import AlphaChoice, DevSet, choose_alpha
+from .answer_recall import KS, answer_recall, hits_scorer
+from .metrics import evaluate, qrels_scorer
+
+# Encoded corpora, keyed by (encoder, document ids): SQuAD-open's dev and test retrieve from the same corpus.
+_EMBEDDINGS: dict[tuple[int, str], tuple[list[str], np.ndarray]] = {}
+
+
+def is_qa(dataset: Dataset) -> bool:
+    """QA sets are scored by answer matching (DPR rule); the others by their qrels."""
+    return bool(dataset.queries) and all(q.answers for q in dataset.queries.values())
+
+
+def _corpus_key(encoder: Encoder, dataset: Dataset) -> tuple[int, str]:
+    return id(encoder), hashlib.sha256("\n".join(dataset.corpus).encode()).hexdigest()
+
+
+def dense_index(encoder: Encoder, dataset: Dataset) -> DenseIndex:
+    key = _corpus_key(encoder, dataset)
+    if key not in _EMBEDDINGS:
+        _EMBEDDINGS[key] = encode_corpus(encoder, dataset.corpus)
+    ids, emb = _EMBEDDINGS[key]
+    return DenseIndex.from_embeddings(emb, ids)
+
+
+def first_stage_runs(dataset: Dataset, encoder: Encoder | None = None, k: int = 100,
+                     bm25: BM25Index | None = None) -> dict[str, Run]:
+    """BM25 (and, given an encoder, dense) top-k runs for every query of `dataset`."""
+    runs = {"bm25": (bm25 or BM25Index.build(dataset.corpus, progress=False)).search(dataset.queries, k=k,
+                                                                                        progress=False)}
+    if encoder is not None:
+        runs["dense"] = dense_search(encoder, dense_index(encoder, dataset), dataset.queries, k=k)
+    return runs
+
+
+def selection_metric(dataset: Dataset) -> str:
+    return "R@20" if is_qa(dataset) else "nDCG@10"
+
+
+def choose_hybrid_alpha(dev: Sequence[tuple[Dataset, Mapping[str, Run]]], k_prime: int = 100) -> AlphaChoice:
+    """TASER App. D: one alpha in [0.5, 2.0] for all datasets, maximising R@20 (QA) or nDCG@10 on the pooled dev
+    queries of every given (dataset, {"dense": run, "bm25": run})."""
+    sets = []
+    for dataset, runs in dev:
+        score = (hits_scorer(AnswerMatcher(dataset.corpus), dataset.queries, 20) if is_qa(dataset)
+                 else qrels_scorer(dataset.qrels, "nDCG@10"))
+        sets.append(DevSet(dense=runs["dense"], sparse=runs["bm25"], score=score))
+    return choose_alpha(sets, k_prime=k_prime)
+
+
+def score_run(dataset: Dataset, run: Run, ks: Sequence[int] = KS) -> dict[str, float]:
+    """The TASER tables' metrics in percent: R@K by answer matching for QA sets; nDCG@10 and R@100 otherwise
+    (queries without a judgment are left out, as trec_eval does)."""
+    if is_qa(dataset):
+        return {m: 100 * v for m, v in answer_recall(AnswerMatcher(dataset.corpus), dataset.queries, run, ks).items()}
+    judged = {q: d for q, d in dataset.qrels.items() if any(g > 0 for g in d.values())}
+    return {m: 100 * v for m, v in evaluate(run, judged, ["nDCG@10", "R@100"]).items()}
+
+
+def score_runs(dataset: Dataset, runs: Mapping[str, Run], ks: Sequence[int] = KS, label: str | None = None
+               ) -> list[dict]:
+    """Long rows (model, dataset, split, metric, value) for every run: the layout the scorecard reads."""
+    name = label or dataset.name
+    return [{"model": model, "dataset": name, "split": dataset.split, "metric": metric, "value": value}
+            for model, run in runs.items() for metric, value in score_run(dataset, run, ks).items()]
