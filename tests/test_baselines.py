@@ -1,0 +1,49 @@
+"""Dataset slicing for small profiles and the baseline scoring helpers the baselines notebook calls."""
+
+from __future__ import annotations
+
+import pytest
+
+from taser_lib.data.registry import load_dataset
+from taser_lib.data.slicing import slice_dataset
+from taser_lib.data.types import Dataset, Document, Query
+from taser_lib.evaluation.baselines import first_stage_runs, is_qa, score_run, score_runs
+
+
+def test_slice_keeps_every_judged_document(shared_data, tmp_path):
+    full = load_dataset("cranfield", data_dir=tmp_path, mirror=shared_data)
+    part = slice_dataset(full, n_queries=15, n_docs=250, seed=3)
+    assert len(part.queries) == 15 and len(part.corpus) == 250
+    for qid in part.queries:
+        assert set(part.qrels[qid]) == set(full.qrels[qid])  # nothing judged was cut
+        assert set(part.qrels[qid]) <= set(part.corpus)
+    again = slice_dataset(full, n_queries=15, n_docs=250, seed=3)
+    assert list(again.queries) == list(part.queries) and list(again.corpus) == list(part.corpus)
+    assert list(slice_dataset(full, 15, 250, seed=4).queries) != list(part.queries)
+    with pytest.raises(ValueError, match="judge"):
+        slice_dataset(full, n_queries=200, n_docs=50, seed=3)
+
+
+def _toy_qa() -> Dataset:
+    corpus = {"a": Document("a", "Paris is the capital of France."), "b": Document("b", "Berlin is in Germany."),
+              "c": Document("c", "The Seine flows through Paris.")}
+    queries = {"q1": Query("q1", "capital of France", ("Paris",)), "q2": Query("q2", "where is Berlin", ("Germany",))}
+    return Dataset("toy", "test", corpus, queries)
+
+
+def test_score_run_answer_recall_by_hand():
+    toy = _toy_qa()
+    assert is_qa(toy)
+    run = {"q1": {"b": 3.0, "a": 2.0, "c": 1.0}, "q2": {"b": 5.0, "a": 1.0}}
+    scores = score_run(toy, run, ks=(1, 2))
+    # q1's answer first appears at rank 2, q2's at rank 1: R@1 = 1/2, R@2 = 2/2 (in percent)
+    assert scores == {"R@1": 50.0, "R@2": 100.0}
+    rows = score_runs(toy, {"mine": run}, ks=(1,))
+    assert rows == [{"model": "mine", "dataset": "toy", "split": "test", "metric": "R@1", "value": 50.0}]
+
+
+def test_bm25_run_finds_lexical_match():
+    toy = _toy_qa()
+    runs = first_stage_runs(toy, encoder=None, k=3)
+    assert set(runs) == {"bm25"}
+    assert next(iter(sorted(runs["bm25"]["q2"].items(), key=lambda x: -x[1])))[0] == "b"
