@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import faiss
 import numpy as np
 from tqdm import tqdm
 
@@ -22,6 +21,16 @@ from ..data.types import Corpus, Queries, Run
 from ..errors import ConfigError
 from ..io import atomic_dir, atomic_path, atomic_write_json
 from ..meta import run_metadata
+
+try:
+    import faiss
+except ImportError:  # only building or searching an index needs faiss; training and re-ranking run without it
+    faiss = None
+
+
+def _require_faiss() -> None:
+    if faiss is None:
+        raise ConfigError("dense indexing needs faiss: pip install faiss-cpu (CPU) or conda install faiss-gpu")
 
 
 class Encoder(Protocol):
@@ -91,6 +100,7 @@ class DenseIndex:
 
     def __init__(self, dim: int, index_type: str = "flat", params: dict[str, Any] | None = None,
                  use_gpu: bool | None = None):
+        _require_faiss()
         self.dim, self.index_type = dim, index_type
         self.params = resolve_params(index_type, params)
         self.doc_ids: list[str] = []
