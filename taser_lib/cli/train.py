@@ -1,0 +1,52 @@
+"""`taser train --config FILE [--output-dir DIR]`: train as a YAML config says (resuming a killed run);
+`taser train --print-config [--kind K]`: print every field of a kind's config with its default.
+
+Multi-GPU / multi-node: `torchrun --nproc_per_node N $(which taser) train --config FILE` (DDP; batch_size is per
+device; in-batch negatives are gathered across devices)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train", help="train a retriever, cross-encoder or distilled student from a YAML config",
+        description="Train from a YAML config (see `taser train --print-config`). Started again with the same "
+                    "config and output folder, a killed run resumes from its newest checkpoint.")
+    p.add_argument("--config", help="the YAML training config")
+    p.add_argument("--output-dir", help="run folder (overrides loop.output_dir)")
+    p.add_argument("--print-config", action="store_true", help="print the default config of --kind and exit")
+    p.add_argument("--kind", default="retriever",
+                   help="with --print-config: retriever | cross-encoder | distill (default: retriever)")
+    p.set_defaults(func=_train)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from ..errors import ConfigError
+    from ..training.config import default_yaml, get_kind, load_config
+    from ..training.distributed import destroy_distributed, init_distributed, is_main_process
+
+    if args.print_config:
+        sys.stdout.write(default_yaml(args.kind))
+        return 0
+    if not args.config:
+        raise ConfigError("give --config FILE (or --print-config to see a full default config)")
+    config = load_config(args.config, output_dir=args.output_dir)
+    distributed = init_distributed()  # under torchrun: join the process group (DDP); else a no-op
+    main = is_main_process()
+    try:
+        result = get_kind(config.kind).run(config)
+    finally:
+        if distributed:
+            destroy_distributed()
+    if not main:
+        return 0
+    summary = {"best_step": result.best_step, "best_metric": result.best_metric, "final_step": result.final_step,
+               "select_metric": config.loop.select_metric, "paths": result.paths}
+    if result.curve:
+        summary["last_curve_row"] = result.curve[-1]
+    print(json.dumps(summary, indent=2))
+    return 0

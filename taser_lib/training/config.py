@@ -1,0 +1,401 @@
+"""Training configs for `taser train --config FILE`: YAML files mapped onto dataclasses, every default visible.
+
+A config file has a `kind` (default ``retriever``) and the sections that kind's dataclass declares. Each kind is
+registered with `register_kind(kind, config_class, run)`; `run(config) -> TrainResult` trains. The retriever kind
+(``retriever``: DPR, TASER with any routing, TASER_Shared, optionally with TASER App. B hard-negative mining) is
+defined here and registered by `taser_lib.training.mining`; other trainers register their own kinds from their
+own modules in this package (`discover_kinds` imports every module of `taser_lib.training`, so a new module that
+calls `register_kind` at import needs no edit here). Their config dataclasses reuse `ModelConfig` and `LoopConfig`.
+
+    >>> config = load_config("configs/squad_open_taser.yaml")          # errors name file, line and key
+    >>> print(default_yaml("retriever"))                                # the full default config, commented
+
+Loading is strict: an unknown key, a missing required key or a value of the wrong type is a `FormatError` naming
+the file, the line and the dotted key. One tolerance: a float field accepts a numeric string, because YAML 1.1
+(PyYAML) reads `2e-5` (no dot) as a string.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError, FormatError
+from .loop import LoopConfig
+
+
+def _help(text: str, **kwargs) -> Any:
+    """A dataclass field with a help text (printed as a comment by `default_yaml`)."""
+    return field(metadata={"help": text}, **kwargs)
+
+
+# --- the retriever kind ----------------------------------------------------------------------------------------
+
+RETRIEVER_ARCHS = ("dpr", "taser", "shared")
+SOURCE_FORMATS = ("squad-open", "dpr-json")
+
+
+@dataclass
+class ModelConfig:
+    name_or_path: str = _help("starting checkpoint: 'default' (packaged MiniLM, offline), a folder or a hub name",
+                              default="default")
+    arch: str = _help("dpr (two towers) | taser | shared (one tower, TASER_Shared)", default="taser")
+    routing: str = _help("taser only: deterministic (Det-R) | sequence (Seq-R) | token (Tok-R)",
+                         default="deterministic")
+    shared_blocks: int = _help("taser only: T, shared blocks before each specialized one (paper: 2)", default=2)
+    num_experts: int = _help("taser only: I, expert FFNs per specialized block (Det-R needs 2)", default=2)
+    pooling: str | None = _help("cls | mean; null = the checkpoint's own (mean for the default, cls for BERT)",
+                                default=None)
+    normalize: bool | None = _help("L2-normalise the vectors (cosine); null = the checkpoint's own",
+                                   default=None)
+    similarity_scale: float = _help("s in sim = s * q.p: 1 for dot product (papers), ~20 for cosine", default=1.0)
+    entropy_weight: float = _help("beta of TASER Eq. 5 for learned routing (paper: 0.01)", default=0.01)
+
+    def __post_init__(self):
+        if self.arch not in RETRIEVER_ARCHS:
+            raise ConfigError(f"model.arch must be one of {RETRIEVER_ARCHS}, got {self.arch!r}")
+        if self.pooling not in (None, "cls", "mean"):
+            raise ConfigError(f"model.pooling must be cls, mean or null, got {self.pooling!r}")
+        if not self.similarity_scale > 0:
+            raise ConfigError(f"model.similarity_scale must be > 0, got {self.similarity_scale}")
+
+
+@dataclass
+class DataSource:
+    format: str = _help("squad-open (prepared benchmark) | dpr-json (DPR retriever json, plain or .gz)",
+                        default="squad-open")
+    split: str = _help("squad-open: train | dev | test (ignored for dpr-json)", default="train")
+    path: str | None = _help("dpr-json: the file; squad-open: the prepared folder (null = the data directory's, "
+                             "from `taser data prepare squad-open`)", default=None)
+
+    def __post_init__(self):
+        if self.format not in SOURCE_FORMATS:
+            raise ConfigError(f"data source format must be one of {SOURCE_FORMATS}, got {self.format!r}")
+        if self.format == "dpr-json" and not self.path:
+            raise ConfigError("a dpr-json data source needs a path")
+
+
+@dataclass
+class RetrieverDataConfig:
+    train: list[DataSource] = _help(
+        "training sets; several = multi-set training (each batch from one set, DPR-style)",
+        default_factory=lambda: [DataSource("squad-open", "train")])
+    dev: DataSource | None = _help("dev set for R@K and checkpoint selection (null: no evaluation)",
+                                   default_factory=lambda: DataSource("squad-open", "dev"))
+    hard_negatives: int = _help("hard negatives per question in a batch (DPR: 1); besides in-batch negatives",
+                                default=1)
+    hard_negative_pool: int | None = _help(
+        "each question's hard negatives are drawn from its first n (best first; 1 = DPR paper's top BM25 "
+        "negative); null = all (DPR's code samples from the whole list)", default=None)
+    shuffle_positives: bool = _help("sample the positive among a question's positives each epoch "
+                                    "(false: always the first, DPR's default)", default=False)
+    bm25_negatives: int = _help("examples without hard negatives get the top-n BM25 passages without an answer "
+                                "(squad-open; DPR's P1); 0 = never", default=1)
+    max_query_length: int = _help("tokens per question", default=32)
+    max_passage_length: int = _help("tokens per passage ([CLS] title [SEP] text [SEP])", default=160)
+    dev_questions: int | None = _help("evaluate on a seeded sample of this many dev questions (null: all)",
+                                      default=None)
+    dev_corpus_sample: int | None = _help(
+        "dev corpus = the dev questions' positives and hard negatives + this many seeded random corpus passages "
+        "(R@K then overstates full-corpus R@K); null = the whole corpus", default=None)
+    train_eval_questions: int = _help("training questions (seeded sample) scored like dev for the train learning "
+                                      "curve; 0 = none", default=200)
+    eval_ks: list[int] = _help("R@K cut-offs reported", default_factory=lambda: [1, 5, 20, 100])
+    eval_batch_size: int = _help("encoding batch size during evaluation", default=64)
+
+    def __post_init__(self):
+        if not self.train:
+            raise ConfigError("data.train needs at least one training set")
+        for name in ("max_query_length", "max_passage_length", "eval_batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"data.{name} must be positive, got {getattr(self, name)}")
+        if self.hard_negative_pool is not None and self.hard_negative_pool < self.hard_negatives:
+            raise ConfigError(f"data.hard_negative_pool ({self.hard_negative_pool}) must be >= data.hard_negatives "
+                              f"({self.hard_negatives}) or null")
+        for name in ("hard_negatives", "bm25_negatives", "train_eval_questions"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"data.{name} must be >= 0, got {getattr(self, name)}")
+        if not self.eval_ks or min(self.eval_ks) < 1:
+            raise ConfigError(f"data.eval_ks must be positive cut-offs, got {self.eval_ks}")
+
+
+@dataclass
+class MiningConfig:
+    enabled: bool = _help("TASER App. B: round 1 on the data's (BM25) negatives, then round 2 on negatives "
+                          "mined with the round-1 model", default=False)
+    depth: int = _help("top-k passages the round-1 model retrieves per training question (paper: 100)",
+                       default=100)
+    negatives_per_question: int = _help("mined negatives kept per question: the highest-ranked without an answer",
+                                        default=10)
+    round2_init: str = _help("round-2 starting point: pretrained (model.name_or_path again) | round1",
+                             default="pretrained")
+    corpus: str | None = _help("dpr-json training data: the passage collection to retrieve from (DPR "
+                               "psgs_w100.tsv[.gz]); squad-open uses its own corpus", default=None)
+    encode_batch_size: int = _help("encoding batch size for the corpus", default=128)
+
+    def __post_init__(self):
+        if self.round2_init not in ("pretrained", "round1"):
+            raise ConfigError(f"mining.round2_init must be pretrained or round1, got {self.round2_init!r}")
+        if self.depth < 1 or self.negatives_per_question < 1:
+            raise ConfigError("mining.depth and mining.negatives_per_question must be positive")
+
+
+@dataclass
+class TrainConfig:
+    """A retriever training run (`kind: retriever`)."""
+
+    kind: str = _help("what to train: retriever | the kinds other trainers register", default="retriever")
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: RetrieverDataConfig = field(default_factory=RetrieverDataConfig)
+    loop: LoopConfig = field(default_factory=lambda: LoopConfig(output_dir="runs/retriever"))
+    mining: MiningConfig = field(default_factory=MiningConfig)
+
+
+LOOP_HELP = {
+    "output_dir": "run folder: checkpoints, learning curve, best/ and final/ models (`--output-dir` overrides)",
+    "seed": "seeds data order, negatives sampling, dropout",
+    "lr": "peak learning rate (AdamW), reached after warm-up",
+    "weight_decay": "AdamW weight decay (not on biases and LayerNorm)",
+    "warmup_ratio": "fraction of the steps with linear warm-up; then linear decay to 0",
+    "epochs": "passes over the training batches (fractions allowed)",
+    "max_steps": "optimiser steps; overrides epochs when set",
+    "batch_size": "questions per batch and device",
+    "grad_accum": "micro-batches per optimiser step",
+    "layerwise_lr_decay": "e.g. 0.9: each layer down gets 0.9x the layer above's LR; null = off",
+    "max_grad_norm": "gradient clipping norm; null = off",
+    "bf16": "bfloat16 autocast (CUDA only; CPU runs stay float32)",
+    "checkpoint_every": "steps between checkpoints (and one at the end); resumes start from the newest",
+    "eval_every": "steps between evaluations (also at step 0 and at the end)",
+    "keep_last": "checkpoints kept",
+    "select_metric": "dev metric choosing output_dir/best",
+    "select_mode": "max | min",
+    "log_every": "steps between log lines",
+}
+
+
+# --- kinds -----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    config_class: type
+    run: Callable[[Any], Any]
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register_kind(name: str, config_class: type, run: Callable[[Any], Any]) -> None:
+    """Make `kind: name` loadable (into `config_class`, a dataclass with a `kind` and a `loop: LoopConfig` field)
+    and runnable (`run(config) -> TrainResult`)."""
+    if not dataclasses.is_dataclass(config_class):
+        raise TypeError(f"{config_class} is not a dataclass")
+    fields = {f.name for f in dataclasses.fields(config_class)}
+    if not {"kind", "loop"} <= fields:
+        raise TypeError(f"{config_class.__name__} needs 'kind' and 'loop' fields")
+    KINDS[name] = Kind(name, config_class, run)
+
+
+def discover_kinds() -> dict[str, Kind]:
+    """Import every module of taser_lib.training so that each registers its kinds; return the registry."""
+    import taser_lib.training as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+    return KINDS
+
+
+def get_kind(name: str) -> Kind:
+    kinds = discover_kinds()
+    if name not in kinds:
+        raise ConfigError(f"unknown training kind {name!r}; known: {', '.join(sorted(kinds))}")
+    return kinds[name]
+
+
+# --- YAML <-> dataclasses --------------------------------------------------------------------------------------
+
+def _key_lines(node: yaml.Node, prefix: str = "") -> dict[str, int]:
+    """Dotted key -> 1-based line, from a composed YAML node (list items as key[i])."""
+    lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+            lines[key] = key_node.start_mark.line + 1
+            lines.update(_key_lines(value_node, key))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            key = f"{prefix}[{i}]"
+            lines[key] = item.start_mark.line + 1
+            lines.update(_key_lines(item, key))
+    return lines
+
+
+class _Builder:
+    """Builds nested dataclasses from plain data, raising FormatError(file, line, key) on the first problem."""
+
+    def __init__(self, path: str, lines: dict[str, int]):
+        self.path, self.lines = path, lines
+
+    def error(self, key: str, message: str) -> FormatError:
+        line = self.lines.get(key)
+        while line is None and key:
+            key_up = key.rsplit(".", 1)[0] if "." in key else ""
+            line, key = self.lines.get(key_up), key_up
+        return FormatError(self.path, line, key or None, message)
+
+    def dataclass_(self, cls: type, data: Any, where: str) -> Any:
+        if not isinstance(data, dict):
+            raise self.error(where, f"expected a mapping for {cls.__name__}, got {type(data).__name__}")
+        hints = typing.get_type_hints(cls)
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        for key in data:
+            if key not in known:
+                raise self.error(f"{where}.{key}" if where else str(key),
+                                 f"unknown key; {where or 'the top level'} takes {', '.join(known)}")
+        kwargs = {}
+        for name, f in known.items():
+            key = f"{where}.{name}" if where else name
+            if name in data:
+                kwargs[name] = self.value(hints[name], data[name], key)
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise self.error(where, f"missing required key {key!r}")
+        try:
+            return cls(**kwargs)
+        except ConfigError as err:
+            raise self.error(where, str(err)) from None
+
+    def value(self, hint: Any, value: Any, key: str) -> Any:
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if origin in (typing.Union, types.UnionType):
+            if value is None and type(None) in args:
+                return None
+            inner = [a for a in args if a is not type(None)]
+            if len(inner) == 1:
+                return self.value(inner[0], value, key)
+            raise self.error(key, f"unsupported type {hint}")
+        if dataclasses.is_dataclass(hint):
+            return self.dataclass_(hint, value, key)
+        if origin is list:
+            if not isinstance(value, list):
+                raise self.error(key, f"expected a list, got {value!r}")
+            return [self.value(args[0], v, f"{key}[{i}]") for i, v in enumerate(value)]
+        if origin is dict:
+            if not isinstance(value, dict):
+                raise self.error(key, f"expected a mapping, got {value!r}")
+            return {k: self.value(args[1], v, f"{key}.{k}") for k, v in value.items()}
+        if hint is bool:
+            if not isinstance(value, bool):
+                raise self.error(key, f"expected true or false, got {value!r}")
+            return value
+        if hint is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.error(key, f"expected an integer, got {value!r}")
+            return value
+        if hint is float:
+            if isinstance(value, str):  # YAML 1.1 reads 2e-5 as a string
+                try:
+                    return float(value)
+                except ValueError:
+                    pass
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.error(key, f"expected a number, got {value!r}")
+            return float(value)
+        if hint is str:
+            if not isinstance(value, str):
+                raise self.error(key, f"expected a string, got {value!r}")
+            return value
+        if hint is Any:
+            return value
+        raise self.error(key, f"unsupported type {hint}")
+
+
+def config_from_dict(data: dict[str, Any], path: str = "<config>", lines: dict[str, int] | None = None) -> Any:
+    """The config object of `data["kind"]` (default retriever) built from plain data."""
+    builder = _Builder(path, lines or {})
+    if not isinstance(data, dict):
+        raise builder.error("", "a training config must be a mapping")
+    kind_name = data.get("kind", "retriever")
+    if not isinstance(kind_name, str):
+        raise builder.error("kind", f"expected a string, got {kind_name!r}")
+    try:
+        kind = get_kind(kind_name)
+    except ConfigError as err:
+        raise builder.error("kind", str(err)) from None
+    return builder.dataclass_(kind.config_class, data, "")
+
+
+def load_config(path: str | Path, output_dir: str | None = None) -> Any:
+    """Read a YAML training config (strict: see the module docstring); `output_dir` overrides loop.output_dir."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot read the training config {path}: {err}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise FormatError(path, mark.line + 1 if mark else None, None, f"invalid YAML: {err}") from None
+    config = config_from_dict(data if data is not None else {}, str(path), _key_lines(node) if node else {})
+    if output_dir is not None:
+        config.loop.output_dir = str(output_dir)
+    return config
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def _comments(cls: type) -> dict[str, str]:
+    if cls is LoopConfig:
+        return LOOP_HELP
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+
+def _yaml_scalar(value: Any) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, width=10_000, sort_keys=False)
+    return text.strip().removesuffix("\n...").strip()
+
+
+def _emit(obj: Any, indent: int, out: list[str]) -> None:
+    pad = " " * indent
+    comments = _comments(type(obj))
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        comment = f"  # {comments[f.name]}" if comments.get(f.name) else ""
+        if dataclasses.is_dataclass(value):
+            out.append(f"{pad}{f.name}:{comment}")
+            _emit(value, indent + 2, out)
+        elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
+            out.append(f"{pad}{f.name}:{comment}")
+            for item in value:
+                out.append(f"{pad}  - {_yaml_scalar(dataclasses.asdict(item))}")
+        else:
+            rendered = _yaml_scalar(dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value)
+            out.append(f"{pad}{f.name}: {rendered}{comment}")
+
+
+def to_yaml(config: Any) -> str:
+    """The config as commented YAML that `load_config` reads back to an equal object."""
+    out: list[str] = []
+    _emit(config, 0, out)
+    return "\n".join(out) + "\n"
+
+
+def default_config(kind: str = "retriever") -> Any:
+    return get_kind(kind).config_class()
+
+
+def default_yaml(kind: str = "retriever") -> str:
+    """Every field of `kind`'s config with its default and a comment."""
+    return f"# taser train --config FILE: defaults of kind '{kind}'\n" + to_yaml(default_config(kind))

@@ -1,0 +1,369 @@
+"""Dual-encoder (DE) re-rankers: one-hot training and distillation from a cross-attention teacher
+("In defense of dual-encoders", §4-5).
+
+- Student: a bi-encoder, tied towers by default (arch ``shared``, as the paper ties query and document encoders);
+  s(q, d) = similarity_scale * <q, d> (Eq. 2; the scale matters for cosine models such as the offline default).
+- Supervision per query: one-hot losses get one positive and K-1 negatives sampled from its candidates (the
+  paper's DE baseline); distillation losses get the K candidates the teacher scores highest, positives always kept
+  (the paper keeps the top 20; Table 6 varies K over 2, 10, 20, 100).
+- Losses (taser_lib.losses): ``one_hot`` softmax CE with label smoothing (Eq. 1, Table 8), ``focal`` (Table 9),
+  ``mse`` (logit matching), ``margin_mse`` (Eq. 3, multi-positive form), ``m3se`` (Eq. 4), ``softmax_ce`` and
+  ``kl`` against the teacher's softmax with temperature tau (Eq. 1), ``rankdistil_b`` (§4.3).
+- Extra negatives (Appendix C.12, Table 12): in-batch (every other candidate of the batch that is not one of the
+  query's own, nor labelled relevant to it, nor answer-bearing by DPR's rule when queries have answers) and
+  B_uni uniform random corpus passages per batch (same exclusions). The teacher never scored them, so they get a
+  stand-in teacher score: for ``softmax_ce`` / ``kl`` one far below every candidate (no teacher probability mass:
+  the teacher's distribution is over its own candidates); for the other losses the query's lowest teacher score
+  (they are taken to be as irrelevant as its least relevant candidate; M3SE and RankDistil-B only use them in
+  their hinge terms, MSE and margin MSE match them to that score). Each query's loss is taken over its own
+  candidates plus its extras, and the batch loss is the mean over queries.
+- Evaluation: re-ranking MRR@10 / nDCG@10 of dev candidates (checkpoint selection on nDCG@10) and the same on a
+  train slice, for the train and dev learning curves of Figure 4.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..data.answers import AnswerMatcher
+from ..errors import ConfigError
+from ..losses import (focal_loss, kl_distill, m3se, margin_mse, mse, rankdistil_b, softmax_ce,
+                      softmax_ce_distill)
+from ..models import CrossEncoderModel, DenseEncoder, default_device, load_model, load_tokenizer
+from .config import ModelConfig, _help, register_kind
+from .cross_encoder import check_select_metric, record_test_metrics, rerank_metrics, score_and_cache_teacher
+from .loop import LoopConfig, TrainResult, run_training, unwrap_model
+from .reranking import GroupBatches, RerankingDataConfig, RerankingSet, sample_group, teacher_top_group
+from .retriever import build_retriever
+
+logger = logging.getLogger(__name__)
+
+LOSSES = ("one_hot", "focal", "mse", "margin_mse", "m3se", "softmax_ce", "kl", "rankdistil_b")
+ONE_HOT_LOSSES = ("one_hot", "focal")
+_NO_MASS = 100.0  # extras for softmax_ce / kl sit this many temperatures below the lowest teacher score
+# The paper's student has tied towers; the offline default is a cosine model, whose scores need a scale (20, as
+# sentence-transformers' in-batch loss) for softmax losses to train.
+STUDENT = ModelConfig(arch="shared", similarity_scale=20.0)
+
+
+@dataclass
+class DistillTraining:
+    """What a DE run needs besides the data, the student model and the loop settings."""
+
+    loss: str = _help("one_hot | focal (no teacher) | mse | margin_mse | m3se | softmax_ce | kl | rankdistil_b",
+                      default="softmax_ce")
+    group_size: int = _help("K candidates per query: the teacher's top K (positives kept); one-hot losses: a "
+                            "positive + K-1 sampled negatives (paper: 20; Table 6: 2, 10, 20, 100)", default=20)
+    tau: float = _help("softmax_ce / kl: temperature of teacher and student softmax (Eq. 1)", default=1.0)
+    tau_squared: bool = _help("softmax_ce / kl: multiply the loss by tau^2 (Hinton et al.)", default=False)
+    label_smoothing: float = _help("one_hot: alpha of Table 8", default=0.0)
+    focal_gamma: float = _help("focal: gamma (Lin et al.'s default 2)", default=2.0)
+    gamma0: float = _help("rankdistil_b: threshold the negatives are pushed below", default=0.0)
+    in_batch_negatives: bool = _help("Table 12: the batch's other candidates as extra negatives", default=False)
+    uniform_negatives: int = _help("Table 12: B_uni uniform random corpus passages per batch as extra negatives",
+                                   default=0)
+    max_query_length: int = _help("tokens per query (paper: 30)", default=32)
+    max_passage_length: int = _help("tokens per passage, [CLS] title [SEP] text [SEP] (paper: 200)", default=192)
+    train_eval_queries: int | None = _help("training queries re-ranked for the train learning curve; null = all",
+                                           default=200)
+    eval_batch_size: int = _help("texts per batch when encoding", default=64)
+
+    def __post_init__(self):
+        if self.loss not in LOSSES:
+            raise ConfigError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if self.group_size < 2:
+            raise ConfigError(f"group_size must be at least 2 (a positive and a negative), got {self.group_size}")
+        if not self.tau > 0:
+            raise ConfigError(f"tau must be > 0, got {self.tau}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
+        if self.uniform_negatives < 0:
+            raise ConfigError(f"uniform_negatives must be >= 0, got {self.uniform_negatives}")
+
+    @property
+    def needs_teacher(self) -> bool:
+        return self.loss not in ONE_HOT_LOSSES
+
+
+# --- batches -------------------------------------------------------------------------------------------------------
+
+def _pad(tokenizer, encoded: dict) -> dict:
+    fields = {k: encoded[k] for k in ("input_ids", "token_type_ids") if k in encoded}
+    return dict(tokenizer.pad(fields, return_tensors="pt"))
+
+
+def groups_for(rset: RerankingSet, training: DistillTraining,
+               teacher: dict[str, np.ndarray] | None) -> list[str]:
+    """The queries that can form a group (see `sample_group` / `teacher_top_group`); the others are reported."""
+    k = training.group_size
+    if training.needs_teacher:
+        if teacher is None:
+            raise ConfigError(f"loss {training.loss!r} needs teacher scores")
+        missing = [q for q in rset.candidates if q not in teacher]
+        if missing:
+            raise ValueError(f"no teacher scores for {len(missing)} training queries, e.g. {missing[:3]}")
+        bad = [q for q in rset.candidates if len(teacher[q]) != len(rset.candidates[q])]
+        if bad:
+            raise ValueError(f"teacher scores do not align with the candidate lists of {len(bad)} queries, "
+                             f"e.g. {bad[:3]}")
+        ok = [q for q in rset.candidates if teacher_top_group(rset.labels[q], teacher[q], k) is not None]
+    else:
+        rng = np.random.default_rng(0)
+        ok = [q for q in rset.candidates if sample_group(rset.labels[q], k, rng) is not None]
+    if len(ok) < len(rset):
+        logger.warning("%s/%s: %d of %d queries cannot form a group of %d (a positive, a negative, %d candidates) "
+                       "and are left out of training", rset.name, rset.split, len(rset) - len(ok), len(rset), k, k)
+    return ok
+
+
+def dual_encoder_batches(rset: RerankingSet, encoder: DenseEncoder, training: DistillTraining, batch_size: int,
+                         seed: int, teacher: dict[str, np.ndarray] | None = None) -> GroupBatches:
+    """Batches for `dual_encoder_loss`: B queries, the N distinct passages they need, and per query
+    `own` [B, K] (its candidates' rows among the N passages), `teacher` [B, K] (zeros without a teacher),
+    `positives` [B, K] and `extra` [B, N] (which passages are its extra negatives)."""
+    k = training.group_size
+    corpus_ids = list(rset.corpus)
+    matcher = AnswerMatcher(rset.corpus) if all(q.answers for q in rset.queries.values()) else None
+    relevant = {q: set(rset.positives(q)) for q in rset.candidates}
+
+    def allowed(qid: str, doc_id: str) -> bool:
+        return doc_id not in relevant[qid] and (matcher is None or not matcher.has_answer(rset.queries[qid], doc_id))
+
+    def make(qids: list[str], rng: np.random.Generator) -> dict:
+        own_docs, t_rows, pos_rows = [], [], []
+        for q in qids:
+            group = (teacher_top_group(rset.labels[q], teacher[q], k) if training.needs_teacher
+                     else sample_group(rset.labels[q], k, rng))
+            own_docs.append([rset.candidates[q][i] for i in group])
+            t_rows.append([float(teacher[q][i]) if training.needs_teacher else 0.0 for i in group])
+            pos_rows.append([rset.labels[q][i] > 0 for i in group])
+        docs = list(dict.fromkeys(d for row in own_docs for d in row))
+        pool = set(docs) if training.in_batch_negatives else set()
+        if training.uniform_negatives:
+            drawn = [corpus_ids[i] for i in rng.choice(len(corpus_ids), size=min(training.uniform_negatives,
+                                                                                  len(corpus_ids)), replace=False)]
+            pool.update(drawn)
+            present = set(docs)
+            docs += [d for d in drawn if d not in present]
+        row_of = {d: j for j, d in enumerate(docs)}
+        extra = torch.zeros(len(qids), len(docs), dtype=torch.bool)
+        for i, q in enumerate(qids):
+            mine = set(own_docs[i])
+            for d in pool:
+                if d not in mine and allowed(q, d):
+                    extra[i, row_of[d]] = True
+        return {
+            "query": _pad(encoder.tokenizer, {"input_ids": encoder.tokenize_queries(
+                [rset.queries[q].text for q in qids])}),
+            "passage": _pad(encoder.tokenizer, encoder.tokenize_passages([rset.corpus[d] for d in docs])),
+            "own": torch.tensor([[row_of[d] for d in row] for row in own_docs], dtype=torch.long),
+            "teacher": torch.tensor(t_rows, dtype=torch.float32),
+            "positives": torch.tensor(pos_rows, dtype=torch.bool),
+            "extra": extra,
+        }
+
+    return GroupBatches(groups_for(rset, training, teacher), batch_size, make, seed)
+
+
+# --- the loss ------------------------------------------------------------------------------------------------------
+
+def query_loss(s: torch.Tensor, t: torch.Tensor, positives: torch.Tensor, training: DistillTraining) -> torch.Tensor:
+    """The configured loss of one query's scores (shape [1, K']): one-hot losses take column 0 as the positive."""
+    name = training.loss
+    if name in ONE_HOT_LOSSES:
+        target = torch.zeros(1, dtype=torch.long, device=s.device)
+        if name == "one_hot":
+            return softmax_ce(s, target, alpha=training.label_smoothing)
+        return focal_loss(s, target, gamma=training.focal_gamma)
+    if name == "mse":
+        return mse(s, t)
+    if name == "margin_mse":
+        return margin_mse(s, t, positives)
+    if name == "m3se":
+        return m3se(s, t, positives)
+    if name == "softmax_ce":
+        return softmax_ce_distill(s, t, tau=training.tau, tau_squared=training.tau_squared)
+    if name == "kl":
+        return kl_distill(s, t, tau=training.tau, tau_squared=training.tau_squared)
+    return rankdistil_b(s, t, positives, gamma0=training.gamma0)
+
+
+def extra_teacher_score(t: torch.Tensor, training: DistillTraining) -> torch.Tensor:
+    """The stand-in teacher score of an extra negative (see the module docstring)."""
+    if training.loss in ("softmax_ce", "kl"):
+        return t.min() - _NO_MASS * training.tau
+    return t.min()
+
+
+def dual_encoder_loss(training: DistillTraining):
+    """loss_fn for the loop: the mean over queries of `query_loss` on each query's own candidates plus its extra
+    negatives; logs the fraction of queries whose top-scored own candidate is relevant (`top1`)."""
+
+    def loss_fn(model, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
+        out = model(query=batch["query"], passage=batch["passage"])
+        sim = unwrap_model(model).compute_similarity(out.q_reps, out.p_reps)  # [B, N]
+        losses, top1 = [], 0.0
+        for i in range(sim.shape[0]):
+            own, extra = batch["own"][i], batch["extra"][i].nonzero().flatten()
+            s = sim[i, torch.cat([own, extra])][None]
+            t = batch["teacher"][i]
+            t = torch.cat([t, extra_teacher_score(t, training).expand(len(extra))])[None]
+            pos = torch.cat([batch["positives"][i], torch.zeros(len(extra), dtype=torch.bool, device=s.device)])
+            losses.append(query_loss(s, t, pos[None], training))
+            top1 += float(batch["positives"][i][sim[i, own].argmax()])
+        loss = torch.stack(losses).mean()
+        if out.aux_loss is not None:
+            loss = loss + out.aux_loss
+        return loss, {"top1": top1 / sim.shape[0]}
+
+    return loss_fn
+
+
+# --- evaluation ----------------------------------------------------------------------------------------------------
+
+def score_dual_encoder(model, tokenizer, rset: RerankingSet, *, max_query_length: int = 32,
+                       max_passage_length: int = 192, batch_size: int = 64,
+                       progress: bool = False) -> dict[str, np.ndarray]:
+    """The bi-encoder's score of every candidate: {qid: float32 [len(candidates[qid])]}; each distinct passage is
+    encoded once."""
+    encoder = DenseEncoder(model, tokenizer, max_query_length=max_query_length,
+                           max_passage_length=max_passage_length, batch_size=batch_size,
+                           device=next(model.parameters()).device, show_progress=progress)
+    qids = list(rset.candidates)
+    docs = list(dict.fromkeys(d for q in qids for d in rset.candidates[q]))
+    row_of = {d: j for j, d in enumerate(docs)}
+    q_reps = torch.from_numpy(encoder.encode_queries([rset.queries[q].text for q in qids]))
+    p_reps = torch.from_numpy(encoder.encode_passages([rset.corpus[d] for d in docs]))
+    out = {}
+    with torch.inference_mode():
+        for i, q in enumerate(qids):
+            rows = torch.tensor([row_of[d] for d in rset.candidates[q]])
+            out[q] = model.compute_similarity(q_reps[i:i + 1], p_reps[rows])[0].float().numpy()
+    return out
+
+
+def dual_encoder_evaluator(rset: RerankingSet, tokenizer, training: DistillTraining):
+    """evaluate(model) -> MRR@10 / nDCG@10 of the bi-encoder re-ranking `rset`."""
+    return lambda model: rerank_metrics(rset, score_dual_encoder(
+        model, tokenizer, rset, max_query_length=training.max_query_length,
+        max_passage_length=training.max_passage_length, batch_size=training.eval_batch_size))
+
+
+# --- training ------------------------------------------------------------------------------------------------------
+
+def train_distill(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConfig,
+                  training: DistillTraining = DistillTraining(), student: ModelConfig = STUDENT,
+                  teacher_scores: dict[str, np.ndarray] | None = None, *, teacher_id: str = "",
+                  progress: bool = True):
+    """Train a DE re-ranker with `training.loss` (teacher scores from `score_and_cache_teacher` unless the loss is
+    one-hot); returns the model with the best dev `loop.select_metric` (nDCG@10 for re-ranking) and the loop's
+    result. `teacher_id` (e.g. the teacher cache's model hash) joins the run fingerprint."""
+    check_select_metric(loop)
+    tokenizer = load_tokenizer(student.name_or_path)
+    model = build_retriever(student)
+    encoder = DenseEncoder(model, tokenizer, max_query_length=training.max_query_length,
+                           max_passage_length=training.max_passage_length, device="cpu", show_progress=False)
+    batches = dual_encoder_batches(train_set, encoder, training, loop.batch_size, loop.seed,
+                                   teacher_scores if training.needs_teacher else None)
+    train_slice = train_set.sample(training.train_eval_queries, loop.seed)
+    fingerprint = {"kind": "distill", "training": asdict(training), "student": asdict(student),
+                   "teacher": teacher_id if training.needs_teacher else None,
+                   "train_set": train_set.fingerprint(), "dev_set": dev_set.fingerprint()}
+    result = run_training(model, dual_encoder_loss(training), batches, loop,
+                          evaluate=dual_encoder_evaluator(dev_set, tokenizer, training),
+                          train_evaluate=dual_encoder_evaluator(train_slice, tokenizer, training),
+                          tokenizer=tokenizer, fingerprint=fingerprint, progress=progress)
+    return load_model(result.paths.get("best", result.paths["final"])), result
+
+
+def train_de_one_hot(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConfig,
+                     training: DistillTraining = DistillTraining(loss="one_hot"),
+                     student: ModelConfig = STUDENT, *, progress: bool = True):
+    """The DE baseline without a teacher: `train_distill` with the one-hot softmax CE (label smoothing as
+    configured), on one positive and K-1 sampled negatives per query."""
+    if training.needs_teacher:
+        training = replace(training, loss="one_hot")
+    return train_distill(train_set, dev_set, loop, training, student, None, progress=progress)
+
+
+def evaluate_dual_encoder(model, tokenizer, rset: RerankingSet, training: DistillTraining = DistillTraining(),
+                          measures: Sequence[str] = ("MRR@10", "nDCG@10")) -> dict[str, float]:
+    """Re-ranking metrics of a bi-encoder (e.g. the untrained zero-shot default) on a whole set."""
+    return rerank_metrics(rset, score_dual_encoder(model, tokenizer, rset, max_query_length=training.max_query_length,
+                                                   max_passage_length=training.max_passage_length,
+                                                   batch_size=training.eval_batch_size), measures)
+
+
+# --- `taser train --config FILE` with `kind: distill` ----------------------------------------------------------
+
+@dataclass
+class TeacherConfig:
+    model: str | None = _help("the trained cross-encoder folder (`kind: cross-encoder` writes <output_dir>/best); "
+                              "needed by every loss but one_hot and focal", default="runs/cross-encoder/best")
+    cache: str | None = _help("teacher score cache folder, reused when it matches the teacher's weights and the "
+                              "candidates; null = 'teacher_scores' beside the teacher folder (where `kind: "
+                              "cross-encoder` writes it)", default=None)
+    max_length: int = _help("tokens per [CLS] query [SEP] passage [SEP] input when scoring", default=192)
+    batch_size: int = _help("pairs per batch when scoring", default=64)
+
+
+@dataclass
+class DistillRunConfig:
+    """A dual-encoder re-ranker run (`kind: distill`): one-hot or distilled from a cross-encoder's cached scores;
+    selected on dev nDCG@10, then re-ranks the test split."""
+
+    kind: str = _help("this config's kind", default="distill")
+    model: ModelConfig = field(default_factory=lambda: replace(STUDENT))
+    data: RerankingDataConfig = field(default_factory=RerankingDataConfig)
+    training: DistillTraining = field(default_factory=DistillTraining)
+    teacher: TeacherConfig = field(default_factory=TeacherConfig)
+    loop: LoopConfig = field(default_factory=lambda: LoopConfig(output_dir="runs/distill", select_metric="nDCG@10"))
+
+    def __post_init__(self):
+        if self.training.needs_teacher and not self.teacher.model:
+            raise ConfigError(f"loss {self.training.loss!r} distils from a teacher: set teacher.model")
+        if self.data.dataset == "squad-open" and self.training.group_size > self.data.candidates:
+            raise ConfigError(f"training.group_size ({self.training.group_size}) exceeds data.candidates "
+                              f"({self.data.candidates}): no query would have enough candidates")
+
+
+def load_teacher_scores(teacher: TeacherConfig, rset: RerankingSet):
+    """The teacher's scores of `rset`'s candidates, from its cache or freshly scored (`score_and_cache_teacher`)."""
+    model = load_model(teacher.model)
+    if not isinstance(model, CrossEncoderModel):
+        raise ConfigError(f"teacher.model {teacher.model} is a {type(model).__name__}, not a cross-encoder")
+    cache = Path(teacher.cache) if teacher.cache else Path(teacher.model).resolve().parent / "teacher_scores"
+    return score_and_cache_teacher(model.to(default_device()), load_tokenizer(teacher.model), rset, cache,
+                                   max_length=teacher.max_length, batch_size=teacher.batch_size)
+
+
+def run_distill(config: DistillRunConfig) -> TrainResult:
+    sets = config.data.load()
+    train, dev = sets[config.data.train_split], sets[config.data.dev_split]
+    teacher = load_teacher_scores(config.teacher, train) if config.training.needs_teacher else None
+    model, result = train_distill(train, dev, config.loop, config.training, config.model,
+                                  teacher.scores if teacher else None,
+                                  teacher_id=teacher.index["model_sha256"] if teacher else "")
+    if teacher:
+        result.paths["teacher_scores"] = str(teacher.path)
+    if config.data.test_split:
+        test = sets[config.data.test_split]
+        model.to(default_device())
+        scores = score_dual_encoder(model, load_tokenizer(config.model.name_or_path), test,
+                                    max_query_length=config.training.max_query_length,
+                                    max_passage_length=config.training.max_passage_length,
+                                    batch_size=config.training.eval_batch_size)
+        path = Path(config.loop.output_dir) / "test_metrics.json"
+        record_test_metrics(path, test, scores, model=f"dual-encoder ({config.training.loss})",
+                            best_step=result.best_step)
+        result.paths["test_metrics"] = str(path)
+    return result
+
+
+register_kind("distill", DistillRunConfig, run_distill)

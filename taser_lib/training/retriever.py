@@ -1,0 +1,422 @@
+"""Contrastive training of bi-encoder retrievers: DPR, TASER (any routing) and TASER_Shared.
+
+Each training question brings one positive and `hard_negatives` hard negatives; every question in a batch is scored
+against all passages of the batch (its own positive and hard negatives, and the other questions' positives and hard
+negatives: in-batch negatives, DPR Sec. 3.2) with L_sim of TASER Eq. 2; learned routing adds beta * L_ent (Eq. 5)
+through the model's `aux_loss`. Under torch.distributed the passages of all devices are gathered (with gradients),
+so the in-batch negatives span the global batch.
+
+Batches (`RetrieverBatches`) follow DPR: each epoch every training set is shuffled and cut into batches, and the
+batches of all sets are shuffled together, so one batch holds questions of one set only (multi-set training). A
+question's positive is its first (or, with `shuffle_positives`, a random one); its hard negatives are a random draw
+from its hard-negative pool, topped up from its random negatives when the pool is short. Every draw depends only on
+(seed, epoch, set, example), so an epoch can be replayed from any batch (resume).
+
+Evaluation (`RecallEvaluator`) encodes the questions and a corpus with the current model, retrieves with faiss and
+scores R@K by DPR's answer matching. Encoding a full corpus at every evaluation is expensive, so the dev corpus may
+be a subset: the dev questions' positives and best hard negative plus a fixed seeded random sample of the corpus
+(`data.dev_corpus_sample`). R@K on such a subset is higher than on the full corpus; it tracks training, and the
+final model is scored on the full corpus by `taser evaluate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..data.answers import AnswerMatcher
+from ..data.registry import prepared_dir
+from ..data.squad_open import SquadOpen, load_squad_open
+from ..data.training_examples import TrainingExample, read_dpr_retriever_json
+from ..data.types import Corpus, Document, Queries
+from ..errors import TaserError
+from ..evaluation.answer_recall import answer_recall
+from ..models import DenseEncoder, build_model, load_tokenizer
+from ..models.encoding import passage_pair
+from ..retrieval.bm25 import BM25Index
+from ..retrieval.dense import DenseIndex
+from ..retrieval.negatives import mine_hard_negatives
+from .config import DataSource, ModelConfig, RetrieverDataConfig, TrainConfig, config_to_dict
+from .distributed import cross_device_contrastive_loss, get_rank, get_world_size
+from .loop import TrainResult, run_training, seed_everything, unwrap_model
+
+logger = logging.getLogger(__name__)
+
+
+# --- data ------------------------------------------------------------------------------------------------------
+
+@dataclass
+class TrainingSet:
+    """One training set: its examples and, when known, the corpus its questions retrieve from."""
+
+    name: str
+    examples: list[TrainingExample]
+    corpus: Corpus | None = None
+
+
+def _squad_open_root(source: DataSource) -> Path:
+    root = Path(source.path) if source.path else prepared_dir("squad-open")
+    if not (root / "meta.json").is_file():
+        raise TaserError(f"SQuAD-open is not prepared in {root}: run `taser data prepare squad-open` "
+                         f"(or set data.*.path to a prepared folder)")
+    return root
+
+
+def _load_squad_open(root: Path) -> SquadOpen:
+    """One SquadOpen per prepared folder (and version of it), so training and dev sets share the corpus object
+    and hence its embeddings at each evaluation."""
+    return _load_squad_open_cached(root.resolve(), (root / "meta.json").stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_squad_open_cached(root: Path, stamp: int) -> SquadOpen:
+    return load_squad_open(root)
+
+
+def source_name(source: DataSource) -> str:
+    return f"squad-open:{source.split}" if source.format == "squad-open" else str(source.path)
+
+
+def add_bm25_negatives(examples: list[TrainingExample], corpus: Corpus, n: int, depth: int = 100,
+                       progress: bool = True) -> list[TrainingExample]:
+    """DPR's hard negatives for the examples that have none: the top-n BM25 passages (within `depth`) that neither
+    are a positive nor contain an answer. Examples that already have hard negatives are kept as they are."""
+    todo = [e for e in examples if not e.hard_negatives]
+    if not todo or n < 1:
+        return examples
+    queries = {e.query.id: e.query for e in todo}
+    if len(queries) != len(todo):
+        raise ValueError("training examples with the same question id: cannot assign BM25 negatives")
+    run = BM25Index.build(corpus, progress=progress).search(queries, k=depth, progress=progress)
+    mined = mine_hard_negatives(run, queries, AnswerMatcher(corpus), n=n,
+                                exclude={e.query.id: {d.id for d in e.positives} for e in todo})
+    return [dataclasses.replace(e, hard_negatives=[corpus[d] for d in mined[e.query.id]])
+            if not e.hard_negatives else e for e in examples]
+
+
+def _squad_open_examples(root: Path, split: str) -> list[TrainingExample]:
+    """The prepared split's DPR retriever json: questions with a positive, with the BM25 hard negatives
+    `taser data prepare squad-open` mined (best first), if any."""
+    return read_dpr_retriever_json(root / "dpr" / f"{split}.json")
+
+
+def load_training_set(source: DataSource, data: RetrieverDataConfig, progress: bool = True) -> TrainingSet:
+    """Examples of one data source, each question's hard-negative pool cut to its first `hard_negative_pool`;
+    BM25 hard negatives are added to the examples without any when the source has a corpus."""
+    if source.format == "squad-open":
+        root = _squad_open_root(source)
+        examples, corpus = _squad_open_examples(root, source.split), _load_squad_open(root).corpus
+    else:
+        examples, corpus = read_dpr_retriever_json(source.path), None
+    if not examples:
+        raise TaserError(f"{source_name(source)} holds no training examples")
+    if data.hard_negative_pool is not None:
+        examples = [dataclasses.replace(e, hard_negatives=e.hard_negatives[:data.hard_negative_pool])
+                    for e in examples]
+    if corpus is not None and data.bm25_negatives:
+        examples = add_bm25_negatives(examples, corpus, data.bm25_negatives, progress=progress)
+    return TrainingSet(source_name(source), examples, corpus)
+
+
+# --- batches ---------------------------------------------------------------------------------------------------
+
+class RetrieverCollator:
+    """Tokenise a batch of (question, [positive, negative, ...]) into the model's `query` and `passage` inputs.
+
+    Passages go in as DPR's text pair `[CLS] title [SEP] text [SEP]` (titles truncated never, texts to fit), as
+    `DenseEncoder.tokenize_passages` does at retrieval time; when no passage of the batch has a title, the text
+    alone. Padding goes to the longest input of the batch."""
+
+    def __init__(self, tokenizer, max_query_length: int = 32, max_passage_length: int = 160):
+        self.tokenizer = tokenizer
+        self.max_query_length, self.max_passage_length = max_query_length, max_passage_length
+
+    def __call__(self, items: Sequence[tuple[str, Sequence[Document]]]) -> dict[str, dict[str, torch.Tensor]]:
+        questions = [q for q, _ in items]
+        pairs = [passage_pair(p) for _, group in items for p in group]
+        query = self.tokenizer(questions, truncation=True, max_length=self.max_query_length, padding=True,
+                               return_tensors="pt")
+        titles, texts = [t for t, _ in pairs], [x for _, x in pairs]
+        if any(titles):
+            passage = self.tokenizer(titles, texts, truncation="only_second", max_length=self.max_passage_length,
+                                     padding=True, return_tensors="pt")
+        else:
+            passage = self.tokenizer(texts, truncation=True, max_length=self.max_passage_length, padding=True,
+                                     return_tensors="pt")
+        return {"query": dict(query), "passage": dict(passage)}
+
+
+class RetrieverBatches:
+    """DPR-style batches over one or more training sets (see the module docstring); a `ResumableBatches`.
+
+    `global_batch_size` questions per batch are split over the ranks of a distributed run (each rank gets
+    `batch_size` = global / world size). A set's last incomplete batch is dropped each epoch (it would give
+    its questions fewer in-batch negatives and the ranks unequal shapes). Examples with fewer than
+    `hard_negatives` hard plus random negatives cannot fill their group and are skipped: `skipped[name]` counts
+    them (and a warning says so).
+    """
+
+    def __init__(self, sets: Sequence[TrainingSet], collator: RetrieverCollator, batch_size: int,
+                 hard_negatives: int = 1, seed: int = 42, shuffle_positives: bool = False,
+                 rank: int | None = None, world_size: int | None = None):
+        if batch_size < 1 or hard_negatives < 0:
+            raise ValueError(f"need batch_size >= 1 and hard_negatives >= 0, got {batch_size}, {hard_negatives}")
+        self.collator, self.batch_size, self.hard_negatives = collator, batch_size, hard_negatives
+        self.seed, self.shuffle_positives = seed, shuffle_positives
+        self.rank = get_rank() if rank is None else rank
+        self.world_size = get_world_size() if world_size is None else world_size
+        self.names = [s.name for s in sets]
+        self.sets: list[list[TrainingExample]] = []
+        self.skipped: dict[str, int] = {}
+        for s in sets:
+            usable = [e for e in s.examples if e.positives and
+                      len(e.hard_negatives) + len(e.negatives) >= hard_negatives]
+            self.skipped[s.name] = len(s.examples) - len(usable)
+            if self.skipped[s.name]:
+                logger.warning("%s: skipped %d of %d training examples without a positive or without %d "
+                               "negatives", s.name, self.skipped[s.name], len(s.examples), hard_negatives)
+            self.sets.append(usable)
+        global_size = batch_size * self.world_size
+        self.per_set = [len(examples) // global_size for examples in self.sets]
+        for name, n, examples in zip(self.names, self.per_set, self.sets):
+            if n == 0:
+                logger.warning("%s: %d usable examples make no full batch of %d questions", name, len(examples),
+                               global_size)
+        self._plan: list[tuple[int, np.ndarray]] = []
+        self.set_epoch(0)
+
+    def __len__(self) -> int:
+        return sum(self.per_set)
+
+    def set_epoch(self, epoch: int) -> None:
+        rng = np.random.default_rng([self.seed, epoch])
+        global_size = self.batch_size * self.world_size
+        plan = []
+        for s, (examples, n) in enumerate(zip(self.sets, self.per_set)):
+            order = rng.permutation(len(examples))
+            plan.extend((s, order[b * global_size:(b + 1) * global_size]) for b in range(n))
+        self._plan = [plan[i] for i in rng.permutation(len(plan))]
+        self.epoch = epoch
+
+    def _group(self, s: int, index: int) -> tuple[str, list[Document]]:
+        example = self.sets[s][index]
+        rng = np.random.default_rng([self.seed, self.epoch, s, index])
+        positive = example.positives[int(rng.integers(len(example.positives)))] if self.shuffle_positives \
+            else example.positives[0]
+        hard, n = example.hard_negatives, self.hard_negatives
+        if len(hard) >= n:
+            negatives = [hard[i] for i in rng.choice(len(hard), n, replace=False)]
+        else:  # top up from the random negatives (DPR's negative_ctxs)
+            extra = rng.choice(len(example.negatives), n - len(hard), replace=False)
+            negatives = list(hard) + [example.negatives[i] for i in extra]
+        return example.query.text, [positive, *negatives]
+
+    def _local(self, position: int) -> tuple[int, list[int]]:
+        """(set, this rank's example indices) of batch `position` of the current epoch."""
+        s, indices = self._plan[position]
+        return s, [int(i) for i in indices[self.rank * self.batch_size:(self.rank + 1) * self.batch_size]]
+
+    def examples_of(self, position: int) -> tuple[str, list[TrainingExample]]:
+        """(set name, this rank's examples) of batch `position` of the current epoch."""
+        s, local = self._local(position)
+        return self.names[s], [self.sets[s][i] for i in local]
+
+    def iter_from(self, position: int) -> Iterator[dict[str, Any]]:
+        for b in range(position, len(self._plan)):
+            s, local = self._local(b)
+            yield self.collator([self._group(s, i) for i in local])
+
+
+# --- loss ------------------------------------------------------------------------------------------------------
+
+def retriever_loss(model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+    """L_joint = L_sim + beta * L_ent (TASER Eq. 5; Eq. 2 with in-batch negatives across devices; the model's
+    aux_loss already carries beta * L_ent, zero without learned routing)."""
+    out = model(query=batch["query"], passage=batch["passage"])
+    scale = unwrap_model(model).config.similarity_scale
+    l_sim = cross_device_contrastive_loss(out.q_reps, out.p_reps, scale)
+    loss = l_sim + out.aux_loss
+    return loss, {"l_sim": float(l_sim.detach()), "aux": float(out.aux_loss.detach())}
+
+
+# --- evaluation ------------------------------------------------------------------------------------------------
+
+def _model_device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _weights_checksum(model: torch.nn.Module) -> float:
+    """A cheap fingerprint of the current weights (changes with every optimiser step)."""
+    with torch.no_grad():
+        return float(sum(p.double().sum() for p in model.parameters()))
+
+
+class PassageEmbeddings:
+    """Passage embeddings of one corpus, recomputed only when the weights changed: the train-slice and dev
+    evaluators of one evaluation step share the corpus (SQuAD-open's splits retrieve from one collection) and so
+    encode it once."""
+
+    def __init__(self, corpus: Corpus):
+        self.corpus, self.doc_ids = corpus, list(corpus)
+        self._key: tuple[int, float] | None = None
+        self._index: DenseIndex | None = None
+
+    def index(self, encoder: DenseEncoder) -> DenseIndex:
+        key = (id(encoder.model), _weights_checksum(encoder.model))
+        if key != self._key:
+            emb = encoder.encode_passages([(self.corpus[d].title, self.corpus[d].text) for d in self.doc_ids])
+            self._index, self._key = DenseIndex.from_embeddings(emb, self.doc_ids), key
+        return self._index
+
+
+class RecallEvaluator:
+    """R@K (DPR's answer matching) of the current model on fixed questions against a fixed corpus."""
+
+    def __init__(self, queries: Queries, passages: PassageEmbeddings, tokenizer, ks: Sequence[int] = (1, 5, 20, 100),
+                 max_query_length: int = 32, max_passage_length: int = 160, batch_size: int = 64):
+        if not queries or not passages.corpus:
+            raise ValueError("evaluation needs questions and a corpus")
+        self.queries, self.passages, self.tokenizer, self.ks = queries, passages, tokenizer, tuple(ks)
+        self.lengths = (max_query_length, max_passage_length)
+        self.batch_size = batch_size
+        self.matcher = AnswerMatcher(passages.corpus)  # caches each passage's matching key across evaluations
+        self.qids = list(queries)
+
+    def __call__(self, model: torch.nn.Module) -> dict[str, float]:
+        encoder = DenseEncoder(model, self.tokenizer, max_query_length=self.lengths[0],
+                               max_passage_length=self.lengths[1], batch_size=self.batch_size,
+                               device=_model_device(model), show_progress=False)
+        index = self.passages.index(encoder)
+        questions = encoder.encode_queries([self.queries[q].text for q in self.qids])
+        run = index.search_run(self.qids, questions, max(self.ks))
+        return answer_recall(self.matcher, self.queries, run, self.ks, progress=False)
+
+
+def _doc_key(doc: Document) -> str:
+    """A passage's id, or (DPR json passages without one) a digest of its title and text."""
+    if doc.id:
+        return doc.id
+    return "sha1:" + hashlib.sha1(f"{doc.title}\n{doc.text}".encode("utf-8")).hexdigest()
+
+
+def eval_corpus(examples: Sequence[TrainingExample], corpus: Corpus | None, sample: int | None,
+                seed: int) -> Corpus:
+    """The corpus an evaluation retrieves from: the whole `corpus` when `sample` is None; otherwise the examples'
+    positives and first (best) hard negatives plus `sample` passages drawn (seeded) from `corpus`. Without a
+    corpus (DPR json), all passages of the examples (positives, hard and random negatives), as DPR's dev files."""
+    if corpus is not None and sample is None:
+        return corpus
+    out: Corpus = {}
+    for e in examples:
+        docs = (*e.positives, *e.hard_negatives[:1]) if corpus is not None else \
+            (*e.positives, *e.hard_negatives, *e.negatives)
+        for doc in docs:
+            key = _doc_key(doc)
+            out[key] = doc if doc.id == key else Document(key, doc.text, doc.title)
+    if corpus is not None and sample:
+        ids = sorted(corpus)
+        for i in np.random.default_rng(seed).choice(len(ids), min(sample, len(ids)), replace=False):
+            out[ids[i]] = corpus[ids[i]]
+    return out
+
+
+def _sample(items: list, n: int | None, seed: int) -> list:
+    if n is None or n >= len(items):
+        return items
+    keep = np.sort(np.random.default_rng(seed).choice(len(items), n, replace=False))
+    return [items[i] for i in keep]
+
+
+def _embeddings(corpus: Corpus, shared: dict[int, PassageEmbeddings]) -> PassageEmbeddings:
+    if id(corpus) not in shared:
+        shared[id(corpus)] = PassageEmbeddings(corpus)
+    return shared[id(corpus)]
+
+
+def dev_evaluator(data: RetrieverDataConfig, tokenizer, seed: int, progress: bool = True,
+                  shared: dict[int, PassageEmbeddings] | None = None) -> RecallEvaluator:
+    """The dev-set evaluator of `data.dev`: all (or `dev_questions` sampled) dev questions; for SQuAD-open every
+    dev question counts, with or without a positive passage. `shared` lets evaluators of one corpus share its
+    embeddings."""
+    source = data.dev
+    if source.format == "squad-open":
+        root = _squad_open_root(source)
+        squad = _load_squad_open(root)
+        qids = _sample(list(squad.splits[source.split]), data.dev_questions, seed)
+        queries = {q: squad.splits[source.split][q] for q in qids}
+        examples = [e for e in _squad_open_examples(root, source.split) if e.query.id in queries]
+        if data.dev_corpus_sample is not None and data.bm25_negatives:
+            examples = add_bm25_negatives(examples, squad.corpus, data.bm25_negatives, progress=progress)
+        corpus = eval_corpus(examples, squad.corpus, data.dev_corpus_sample, seed)
+    else:
+        examples = _sample(read_dpr_retriever_json(source.path), data.dev_questions, seed)
+        queries = {e.query.id: e.query for e in examples}
+        corpus = eval_corpus(examples, None, None, seed)
+    return RecallEvaluator(queries, _embeddings(corpus, {} if shared is None else shared), tokenizer, data.eval_ks,
+                           data.max_query_length, data.max_passage_length, data.eval_batch_size)
+
+
+def train_slice_evaluator(train_set: TrainingSet, data: RetrieverDataConfig, tokenizer, seed: int,
+                          shared: dict[int, PassageEmbeddings] | None = None) -> RecallEvaluator:
+    """The same R@K on `train_eval_questions` sampled questions of a training set (train learning curve)."""
+    examples = _sample(train_set.examples, data.train_eval_questions, seed)
+    queries = {e.query.id: e.query for e in examples}
+    corpus = eval_corpus(examples, train_set.corpus, data.dev_corpus_sample, seed)
+    return RecallEvaluator(queries, _embeddings(corpus, {} if shared is None else shared), tokenizer, data.eval_ks,
+                           data.max_query_length, data.max_passage_length, data.eval_batch_size)
+
+
+# --- entry point -----------------------------------------------------------------------------------------------
+
+def build_retriever(model: ModelConfig) -> torch.nn.Module:
+    """A fresh DPR / TASER / TASER_Shared model from `model.name_or_path` with the config's pooling and scale."""
+    kwargs: dict[str, Any] = {"pooling": model.pooling, "normalize": model.normalize,
+                              "similarity_scale": model.similarity_scale}
+    if model.arch == "taser":
+        kwargs.update(routing=model.routing, shared_blocks=model.shared_blocks, num_experts=model.num_experts,
+                      entropy_weight=model.entropy_weight)
+    elif model.arch == "shared":
+        kwargs.update(shared_blocks=model.shared_blocks)
+    return build_model(model.arch, model.name_or_path, **kwargs)
+
+
+def load_training_sets(data: RetrieverDataConfig, progress: bool = True) -> list[TrainingSet]:
+    return [load_training_set(source, data, progress) for source in data.train]
+
+
+def train_retriever(config: TrainConfig, *, train_sets: list[TrainingSet] | None = None,
+                    model: torch.nn.Module | None = None, tokenizer=None,
+                    fingerprint_extra: dict[str, Any] | None = None, progress: bool = True) -> TrainResult:
+    """Train a retriever as `config` says and return the loop's TrainResult (best model in loop.output_dir/best).
+
+    `train_sets`, `model` and `tokenizer` replace what the config would load (hard-negative mining's round 2 passes
+    its own); `fingerprint_extra` joins the config in the same-run check on resume.
+    """
+    seed_everything(config.loop.seed)
+    if model is None:
+        model = build_retriever(config.model)
+    tokenizer = tokenizer or load_tokenizer(config.model.name_or_path)
+    sets = train_sets if train_sets is not None else load_training_sets(config.data, progress)
+    data = config.data
+    collator = RetrieverCollator(tokenizer, data.max_query_length, data.max_passage_length)
+    batches = RetrieverBatches(sets, collator, config.loop.batch_size, data.hard_negatives, config.loop.seed,
+                               data.shuffle_positives)
+    shared: dict[int, PassageEmbeddings] = {}
+    evaluate = (dev_evaluator(data, tokenizer, config.loop.seed, progress, shared)
+                if data.dev is not None else None)
+    train_evaluate = (train_slice_evaluator(sets[0], data, tokenizer, config.loop.seed, shared)
+                      if data.train_eval_questions else None)
+    fingerprint = {k: v for k, v in config_to_dict(config).items() if k != "loop"}
+    fingerprint["skipped_examples"] = batches.skipped
+    fingerprint.update(fingerprint_extra or {})
+    return run_training(model, retriever_loss, batches, config.loop, evaluate, train_evaluate,
+                        tokenizer=tokenizer, fingerprint=fingerprint, progress=progress)

@@ -1,0 +1,296 @@
+"""Retriever trainer: DPR-style batches, collation, the Eq. 2 / Eq. 5 loss, R@K evaluation, the YAML config,
+end-to-end training on a real SQuAD-open sample, and TASER App. B hard-negative mining."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from training_helpers import make_tiny_bert, tiny_config, write_passages_tsv, write_squad_sample, write_yaml
+from training_helpers import one_thread  # noqa: F401  (fixture)
+
+from taser_lib.cli import main as cli_main
+from taser_lib.data.answers import has_answer
+from taser_lib.data.squad_open import build_squad_open, write_squad_open
+from taser_lib.data.training_examples import TrainingExample
+from taser_lib.data.types import Document, Query
+from taser_lib.errors import ConfigError, FormatError
+from taser_lib.models import TaserModel, load_encoder, load_tokenizer
+from taser_lib.training import retriever as R
+from taser_lib.training.config import (
+    DataSource, RetrieverDataConfig, TrainConfig, config_from_dict, default_yaml, load_config,
+)
+from taser_lib.training.mining import train_with_mined_negatives, with_mined_negatives
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def doc(i, text="some text", title="T"):
+    return Document(f"d{i}", text, title)
+
+
+def example(i, n_hard=2, n_neg=0, n_pos=1):
+    return TrainingExample(Query(f"q{i}", f"question {i}", ("answer",)),
+                           [doc(f"{i}p{k}") for k in range(n_pos)],
+                           [doc(f"{i}n{k}") for k in range(n_neg)],
+                           [doc(f"{i}h{k}") for k in range(n_hard)])
+
+
+def items(batches, position=0):
+    """Collated items when the collator is the identity."""
+    return list(batches.iter_from(position))
+
+
+@pytest.fixture(scope="module")
+def squad(shared_data):
+    return build_squad_open(shared_data / "squad-v1.1" / "dev-v1.1.json.zip")
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="module")
+def sample(squad, tmp_path_factory):
+    return write_squad_sample(squad, tmp_path_factory.mktemp("squad-sample"))
+
+
+# --- batches -----------------------------------------------------------------------------------------------------
+
+def test_batches_are_deterministic_resumable_and_from_one_set():
+    sets = [R.TrainingSet("a", [example(i) for i in range(10)]), R.TrainingSet("b", [example(100 + i)
+                                                                                    for i in range(7)])]
+    batches = R.RetrieverBatches(sets, lambda x: x, batch_size=3, hard_negatives=1, seed=5, world_size=1, rank=0)
+    assert len(batches) == 3 + 2  # 10 // 3 + 7 // 3: incomplete batches dropped
+    batches.set_epoch(0)
+    epoch0 = items(batches)
+    assert items(batches, 2) == epoch0[2:]  # replay from any position
+    for batch in epoch0:  # each batch holds questions of one set only
+        prefixes = {q.split()[1][:1] if int(q.split()[1]) >= 100 else "a" for q, _ in batch}
+        assert len(prefixes) == 1
+    seen = [q for batch in epoch0 for q, _ in batch]
+    assert len(seen) == len(set(seen)) == 15
+    batches.set_epoch(1)
+    assert items(batches) != epoch0  # a new order every epoch ...
+    again = R.RetrieverBatches(sets, lambda x: x, batch_size=3, hard_negatives=1, seed=5, world_size=1, rank=0)
+    again.set_epoch(1)
+    assert items(again) == items(batches)  # ... fixed by (seed, epoch)
+
+
+def test_groups_positive_first_then_hard_negatives_topped_up_and_short_examples_skipped():
+    sets = [R.TrainingSet("a", [example(0, n_hard=3), example(1, n_hard=1, n_neg=2), example(2, n_hard=0, n_neg=1),
+                                example(3, n_pos=0)])]
+    batches = R.RetrieverBatches(sets, lambda x: x, batch_size=1, hard_negatives=2, seed=0, world_size=1, rank=0)
+    assert batches.skipped == {"a": 2}  # one without enough negatives, one without a positive
+    groups = {q: g for batch in items(batches) for q, g in batch}
+    assert len(groups) == 2
+    g0 = groups["question 0"]
+    assert g0[0].id == "d0p0" and len(g0) == 3 and {d.id for d in g0[1:]} <= {"d0h0", "d0h1", "d0h2"}
+    g1 = groups["question 1"]
+    assert [d.id for d in g1[:2]] == ["d1p0", "d1h0"] and g1[2].id in {"d1n0", "d1n1"}
+    # shuffle_positives draws among all positives
+    multi = [R.TrainingSet("a", [example(0, n_pos=4)])]
+    drawn = set()
+    for epoch in range(12):
+        b = R.RetrieverBatches(multi, lambda x: x, 1, 1, seed=0, shuffle_positives=True, world_size=1, rank=0)
+        b.set_epoch(epoch)
+        drawn.add(items(b)[0][0][1][0].id)
+    assert len(drawn) > 1
+
+
+def test_distributed_ranks_split_the_global_batch():
+    sets = [R.TrainingSet("a", [example(i) for i in range(16)])]
+    single = R.RetrieverBatches(sets, lambda x: x, batch_size=4, seed=1, world_size=1, rank=0)
+    ranks = [R.RetrieverBatches(sets, lambda x: x, batch_size=2, seed=1, world_size=2, rank=r) for r in (0, 1)]
+    assert len(single) == len(ranks[0]) == len(ranks[1]) == 4
+    for b, (r0, r1) in enumerate(zip(items(ranks[0]), items(ranks[1]))):
+        assert r0 + r1 == items(single)[b]
+
+
+def test_collator_tokenises_questions_and_title_text_pairs(tiny_bert):
+    tok = load_tokenizer(tiny_bert)
+    collate = R.RetrieverCollator(tok, max_query_length=8, max_passage_length=12)
+    long_text = "hamlet was written by william shakespeare around the year sixteen hundred"
+    batch = collate([("who wrote hamlet", [doc(1, long_text, "Hamlet"), doc(2)]),
+                     ("where is paris", [doc(3, "paris is in france", "Paris"), doc(4)])])
+    assert batch["query"]["input_ids"].shape[0] == 2 and batch["passage"]["input_ids"].shape[0] == 4
+    assert batch["passage"]["input_ids"].shape[1] == 12  # truncated to the maximum length
+    first = tok.decode(batch["passage"]["input_ids"][0])
+    assert first.startswith("[CLS] hamlet [SEP] hamlet was written") and "[SEP]" in first[15:]
+    assert tok.decode(batch["query"]["input_ids"][1], skip_special_tokens=True) == "where is paris"
+
+
+# --- loss and evaluation -------------------------------------------------------------------------------------
+
+def test_loss_is_eq2_with_in_batch_negatives_plus_routing_entropy(tiny_bert):
+    tok = load_tokenizer(tiny_bert)
+    model = TaserModel.from_bert(tiny_bert, routing="sequence", num_experts=2, similarity_scale=3.0,
+                                 entropy_weight=0.5).eval()  # eval: routing by argmax, no Gumbel noise
+    batch = R.RetrieverCollator(tok)([("q one", [doc(1, "alpha"), doc(2, "beta")]),
+                                      ("q two", [doc(3, "gamma"), doc(4, "delta")])])
+    loss, logs = R.retriever_loss(model, batch)
+    out = model(query=batch["query"], passage=batch["passage"])
+    scores = 3.0 * out.q_reps @ out.p_reps.T  # [2 questions, 4 passages]; positives at columns 0 and 2
+    expected_sim = F.cross_entropy(scores, torch.tensor([0, 2]))
+    assert logs["l_sim"] == pytest.approx(float(expected_sim.detach()), rel=1e-5)
+    assert logs["aux"] > 0  # beta * L_ent of Seq-R
+    assert float(loss.detach()) == pytest.approx(float(expected_sim.detach() + out.aux_loss.detach()), rel=1e-5)
+
+
+def test_eval_corpus_whole_or_subset():
+    corpus = {f"c{i}": doc(f"c{i}") for i in range(50)}
+    ex = [example(0, n_hard=2, n_neg=1), TrainingExample(Query("x", "q"), [Document("", "no id", "t")])]
+    assert R.eval_corpus(ex, corpus, None, seed=0) is corpus
+    sub = R.eval_corpus(ex, corpus, 10, seed=0)  # positives, the best hard negative, 10 sampled
+    assert {"d0p0", "d0h0"} <= set(sub) and len(sub) == 2 + 1 + 10 and not {"d0h1", "d0n0"} & set(sub)
+    assert set(sub) - {"d0p0", "d0h0"} - set(corpus) == {k for k in sub if k.startswith("sha1:")}
+    assert sub == R.eval_corpus(ex, corpus, 10, seed=0)  # fixed sample
+    digest_key = [k for k in sub if k.startswith("sha1:")]
+    assert len(digest_key) == 1 and sub[digest_key[0]].text == "no id"
+    # without a corpus (DPR json dev files): every passage of the examples
+    assert set(R.eval_corpus(ex[:1], None, None, seed=0)) == {"d0p0", "d0h0", "d0h1", "d0n0"}
+
+
+def test_recall_evaluator_scores_answers_and_encodes_a_shared_corpus_once(tiny_bert, monkeypatch):
+    corpus = {"a": Document("a", "the capital of france is paris", "France"),
+              "b": Document("b", "bananas are yellow", "Banana"), "c": Document("c", "cats purr", "Cat")}
+    queries = {"q1": Query("q1", "capital of france", ("Paris",)), "q2": Query("q2", "striped horse", ("zebra",))}
+    passages = R.PassageEmbeddings(corpus)
+    evaluator = R.RecallEvaluator(queries, passages, load_tokenizer(tiny_bert), ks=(1, 3))
+    other = R.RecallEvaluator({"q1": queries["q1"]}, passages, load_tokenizer(tiny_bert), ks=(3,))
+    calls = []
+    real = R.DenseEncoder.encode_passages
+    monkeypatch.setattr(R.DenseEncoder, "encode_passages", lambda self, p, **k: calls.append(1) or real(self, p))
+    model = TaserModel.from_bert(tiny_bert)
+    metrics = evaluator(model)
+    assert metrics["R@3"] == 0.5  # all 3 passages retrieved: q1's answer is there, q2's nowhere
+    assert 0.0 <= metrics["R@1"] <= 0.5
+    assert other(model) == {"R@3": 1.0}
+    assert len(calls) == 1  # the second evaluator reused the embeddings of the unchanged model
+    with torch.no_grad():
+        next(model.parameters()).add_(0.1)
+    evaluator(model)
+    assert len(calls) == 2
+
+
+# --- config ----------------------------------------------------------------------------------------------------
+
+def test_unknown_yaml_key_names_file_line_and_key(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("kind: retriever\nloop:\n  output_dir: x\n  lr: 1e-5\n  learning_rate: 3\n")
+    with pytest.raises(FormatError, match=r"bad\.yaml:5: field 'loop\.learning_rate' unknown key"):
+        load_config(path)
+    path.write_text("model:\n  arch: taser\n  shared_blocks: two\n")
+    with pytest.raises(FormatError, match=r"bad\.yaml:3: field 'model\.shared_blocks' expected an integer"):
+        load_config(path)
+    path.write_text("model:\n  arch: colbert\n")
+    with pytest.raises(FormatError, match="model.arch must be one of"):
+        load_config(path)
+    path.write_text("kind: nonsense\n")
+    with pytest.raises(FormatError, match="unknown training kind 'nonsense'"):
+        load_config(path)
+    path.write_text("loop:\n  output_dir: x\n  lr: 3e-5\ndata:\n  train:\n    - {format: dpr-json, path: t.json}\n")
+    config = load_config(path, output_dir="elsewhere")
+    assert config.loop.lr == 3e-5 and config.loop.output_dir == "elsewhere"  # YAML 1.1's "3e-5" string accepted
+    assert config.data.train == [DataSource("dpr-json", "train", "t.json")]
+
+
+def test_print_config_shows_every_default_and_reads_back(tmp_path, capsys):
+    assert cli_main(["train", "--print-config"]) == 0
+    text = capsys.readouterr().out
+    for key in ("similarity_scale:", "hard_negatives:", "layerwise_lr_decay:", "round2_init:", "select_metric:"):
+        assert key in text
+    assert text == default_yaml("retriever")
+    assert load_config(write_yaml_text(tmp_path / "d.yaml", text)) == TrainConfig()
+
+
+def write_yaml_text(path, text):
+    path.write_text(text)
+    return path
+
+
+# --- end to end ------------------------------------------------------------------------------------------------
+
+def test_training_on_real_sample_lowers_the_loss_and_writes_curves(tiny_bert, sample, tmp_path):
+    config_path = write_yaml(tiny_config(tiny_bert, sample, tmp_path / "run", max_steps=12), tmp_path / "c.yaml")
+    assert cli_main(["train", "--config", str(config_path)]) == 0
+    out = tmp_path / "run"
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == list(range(1, 13))
+    first, last = sum(r["loss"] for r in log[:3]) / 3, sum(r["loss"] for r in log[-3:]) / 3
+    assert last < first - 0.1
+    curve = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in curve] == [0, 4, 8, 12]
+    for row in curve:
+        assert {"train/R@1", "train/R@20", "dev/R@1", "dev/R@20"} <= set(row)
+    assert curve[-1]["train/R@1"] > curve[0]["train/R@1"]  # the trained-on questions are found better
+    result = json.loads((out / "result.json").read_text())
+    assert result["best_step"] in (0, 4, 8, 12)
+    encoder = load_encoder(out / "best", show_progress=False)
+    assert encoder.encode_queries(["a question"]).shape == (1, 32)
+    assert (out / "best" / "config.json").is_file() and (out / "final" / "tokenizer.json").is_file()
+
+
+def test_squad_open_source_and_dev_subset(squad, tiny_bert, tmp_path):
+    root = write_squad_open(squad, tmp_path / "squad-open")
+    data = RetrieverDataConfig(train=[DataSource("squad-open", "train", str(root))], bm25_negatives=0,
+                               dev=DataSource("squad-open", "dev", str(root)), dev_questions=20,
+                               dev_corpus_sample=30)
+    train = R.load_training_set(data.train[0], data, progress=False)
+    assert len(train.examples) == squad.meta["counts"]["questions_with_positive"]["train"]
+    assert train.corpus is not None and len(train.corpus) == squad.meta["counts"]["passages"]
+    with_negatives = R.add_bm25_negatives(train.examples[:25], train.corpus, 1, progress=False)
+    for e in with_negatives:
+        assert len(e.hard_negatives) == 1
+        neg = e.hard_negatives[0]
+        assert neg.id not in {p.id for p in e.positives} and not has_answer(e.query.answers, neg.text)
+    data.bm25_negatives = 1
+    evaluator = R.dev_evaluator(data, load_tokenizer(tiny_bert), seed=0, progress=False)
+    assert len(evaluator.queries) == 20 and set(evaluator.queries) <= set(squad.splits["dev"])
+    corpus = evaluator.passages.corpus
+    positives = {p for q in evaluator.queries for p in squad.positives[q]}
+    assert positives <= set(corpus) and len(corpus) <= 2 * len(positives) + 30 + 20
+    metrics = evaluator(TaserModel.from_bert(tiny_bert, pooling="mean"))
+    assert set(metrics) == {"R@1", "R@5", "R@20", "R@100"} and metrics["R@100"] >= metrics["R@1"]
+
+
+def test_mined_negatives_combine_p1_and_p2_only_in_single_set():
+    corpus = {d: Document(d, "text") for d in ("m0", "m1", "m2", "d0h0")}
+    s = R.TrainingSet("a", [example(0, n_hard=1)])
+    mined = {"q0": ["m1", "d0h0", "m2"]}
+    single = with_mined_negatives(s, mined, corpus, keep_round1=True).examples[0]
+    assert [d.id for d in single.hard_negatives] == ["d0h0", "m1", "m2"]
+    multi = with_mined_negatives(s, mined, corpus, keep_round1=False).examples[0]
+    assert [d.id for d in multi.hard_negatives] == ["m1", "d0h0", "m2"]
+
+
+def test_two_round_mining_runs_and_resumes(squad, tiny_bert, sample, tmp_path):
+    passages = write_passages_tsv(squad.corpus, tmp_path / "psgs.tsv")
+    raw = tiny_config(tiny_bert, sample, tmp_path / "run", max_steps=2, eval_every=2, checkpoint_every=2)
+    raw["data"].update(dev=None, train_eval_questions=0)
+    raw["mining"] = {"enabled": True, "depth": 20, "negatives_per_question": 3, "corpus": str(passages)}
+    config = config_from_dict(raw)
+    result = train_with_mined_negatives(config, progress=False)
+    out = tmp_path / "run"
+    assert result.final_step == 2 and result.paths["final"] == str(out / "round2" / "final")
+    mined = json.loads((out / "mined" / "set0" / "negatives.json").read_text())
+    examples = {e.query.id: e for e in R.load_training_set(config.data.train[0], config.data).examples}
+    assert set(mined["negatives"]) == set(examples)
+    for qid, ids in mined["negatives"].items():
+        assert len(ids) <= 3
+        for d in ids:
+            assert d not in {p.id for p in examples[qid].positives}
+            assert not has_answer(examples[qid].query.answers, squad.corpus[d].text)
+    saved = json.loads((out / "round2" / "run_config.json").read_text())["config"]["fingerprint"]
+    assert saved["mined_negatives_sha256"] and saved["round1_model"].endswith("round1/final")
+    stamp = (out / "mined" / "set0" / "negatives.json").stat().st_mtime_ns
+    again = train_with_mined_negatives(config, progress=False)  # finished: resumes to the end at once
+    assert again.final_step == 2
+    assert (out / "mined" / "set0" / "negatives.json").stat().st_mtime_ns == stamp
+    with pytest.raises(ConfigError, match="mining.corpus"):
+        raw["mining"]["corpus"] = None
+        raw["loop"]["output_dir"] = str(tmp_path / "other")
+        train_with_mined_negatives(config_from_dict(raw), progress=False)
