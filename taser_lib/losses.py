@@ -1,7 +1,7 @@
 """Training losses of both papers as pure functions of score tensors (torch only, no model code).
 
 Papers: "TASER" (Cheng et al.; equations cited as TASER Eq. n) and "In defense of dual-encoders for neural ranking"
-(Menon et al.; cited as DE Eq. n).
+(the anonymous review version in ../shared/papers; cited as DE Eq. n).
 
 Conventions
 - Scores are float `[B, K]` tensors: B queries, K candidates each; `s` the student's, `t` the teacher's.

@@ -3,17 +3,30 @@
 Inputs are tokenised once, sorted by length so each batch pads only to its own longest input, run under
 `torch.inference_mode`, and returned in the caller's order. Passages go in DPR style as the text pair
 (title, text), i.e. `[CLS] title [SEP] text [SEP]`.
+
+On the CPU, an eval-mode BERT's linear layers run as oneDNN fused linears for the duration of an encode call
+(`fused_cpu_linears`): the bias, the FFN's GELU and the residual add before each LayerNorm are applied inside the
+matrix multiply instead of in extra passes over memory (stock `addmm` first copies the broadcast bias into its
+output; GELU and the residual add each read and write the whole activation again). This is about 1.2x faster on
+a 2-core CPU; the results equal the stock forward to float32 rounding (tests/test_bench.py).
 """
 
 from __future__ import annotations
 
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from torch import nn
 from tqdm import tqdm
 from transformers import PreTrainedTokenizerBase
+from transformers.activations import GELUActivation
+from transformers.models.bert.modeling_bert import BertIntermediate, BertOutput, BertSelfOutput
 
 from ..io import atomic_dir
 from .common import Kind
@@ -34,12 +47,77 @@ def passage_pair(passage) -> tuple[str, str]:
     return passage.title, passage.text
 
 
+def _onednn_linear():
+    """oneDNN's fused linear op (torch.ops.mkldnn._linear_pointwise, what torch.compile uses on CPUs), or None
+    where this torch build lacks it."""
+    if not torch.backends.mkldnn.is_available():
+        return None
+    try:
+        return torch.ops.mkldnn._linear_pointwise
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _linear_forward(self, x):
+    return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
+
+
+def _intermediate_gelu_forward(self, hidden_states):
+    dense = self.dense
+    return torch.ops.mkldnn._linear_pointwise(hidden_states, dense.weight, dense.bias, "gelu", [], "none")
+
+
+def _output_forward(self, hidden_states, input_tensor):
+    # Dropout is the identity in eval mode, the only mode this forward is installed in.
+    dense = self.dense
+    summed = torch.ops.mkldnn._linear_pointwise.binary(hidden_states, input_tensor, dense.weight, dense.bias, "add")
+    return self.LayerNorm(summed)
+
+
+def _fused_forward(module: nn.Module):
+    if isinstance(module, (BertSelfOutput, BertOutput)):
+        return _output_forward
+    act = getattr(module, "intermediate_act_fn", None)
+    if isinstance(module, BertIntermediate) and isinstance(act, GELUActivation) and act.act is F.gelu:
+        return _intermediate_gelu_forward  # exact (erf) GELU, as oneDNN's "gelu" with algorithm "none"
+    if type(module) is nn.Linear:
+        return _linear_forward
+    return None
+
+
+@contextmanager
+def fused_cpu_linears(model: nn.Module, enabled: bool = True) -> Iterator[nn.Module]:
+    """Within the block, run an eval-mode model's BERT linears as oneDNN fused linears (module docstring).
+
+    A no-op when not `enabled`, on other devices, in training mode, or where oneDNN's op is missing. Only module
+    instances are patched, and the patches are removed on exit, so the model's class and its training forward
+    never change.
+    """
+    first = next(model.parameters(), None)
+    usable = (enabled and first is not None and first.device.type == "cpu" and first.dtype == torch.float32
+              and not model.training and _onednn_linear() is not None)
+    patched: list[nn.Module] = []
+    try:
+        if usable:
+            for module in model.modules():
+                forward = _fused_forward(module)
+                if forward is not None and "forward" not in vars(module):
+                    module.forward = types.MethodType(forward, module)
+                    patched.append(module)
+        yield model
+    finally:
+        for module in patched:
+            del module.forward
+
+
 class DenseEncoder:
-    """`encode_queries` / `encode_passages` for a `TaserModel` or `DPRModel` and its tokenizer."""
+    """`encode_queries` / `encode_passages` for a `TaserModel` or `DPRModel` and its tokenizer.
+
+    `fuse_cpu_linears=False` keeps PyTorch's stock CPU kernels (see `fused_cpu_linears`)."""
 
     def __init__(self, model, tokenizer: PreTrainedTokenizerBase, *, max_query_length: int = 64,
                  max_passage_length: int = 256, batch_size: int = 64, device: str | torch.device | None = None,
-                 show_progress: bool = True):
+                 show_progress: bool = True, fuse_cpu_linears: bool = True):
         self.device = torch.device(device) if device else default_device()
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
@@ -47,6 +125,7 @@ class DenseEncoder:
         self.max_passage_length = max_passage_length
         self.batch_size = batch_size
         self.show_progress = show_progress
+        self.fuse_cpu_linears = fuse_cpu_linears
 
     @property
     def dim(self) -> int:
@@ -81,7 +160,7 @@ class DenseEncoder:
         order = np.argsort([-len(x) for x in input_ids], kind="stable")  # longest first: OOM shows up at once
         pad = self.tokenizer.pad_token_id
         bar = tqdm(total=len(input_ids), desc=f"encode {desc}", disable=not self.show_progress, unit="text")
-        with torch.inference_mode():
+        with torch.inference_mode(), fused_cpu_linears(self.model, self.fuse_cpu_linears):
             for start in range(0, len(order), batch_size):
                 idx = order[start:start + batch_size]
                 width = max(len(input_ids[i]) for i in idx)

@@ -1,0 +1,128 @@
+"""Benchmark 4: one training step of DPR, TASER (Det-R) and TASER_Shared on the same batch.
+
+The batch is the library's own: SQuAD-open training questions, each with its positive and one BM25 hard negative
+(`training.retriever.add_bm25_negatives`), tokenised by `RetrieverCollator` at the trainer's default lengths, scored
+with in-batch negatives by `retriever_loss` (L_sim, TASER Eq. 2), optimised by AdamW over the trainer's parameter
+groups. A step is the trainer's: zero_grad, forward (bf16 autocast on CUDA), backward, gradient clipping,
+optimizer.step. Reported: step time (round-robin over the three models), the peak tensor memory of training
+(parameters and Adam state, plus a step's peak: activations and the gradients it creates), and the bytes of
+parameters + gradients + Adam state held between steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..models import build_model, count_parameters, load_tokenizer
+from ..training.config import RetrieverDataConfig
+from ..training.loop import LoopConfig, parameter_groups, to_device
+from ..training.retriever import RetrieverCollator, add_bm25_negatives, retriever_loss
+from . import inputs
+from .core import BenchConfig, PeakMemory, interleaved, paired_ratio, row, spread
+
+NAME = "training"
+TITLE = "Training step: DPR vs TASER vs TASER_Shared"
+ARCHS = {"DPR": "dpr", "TASER": "taser", "TASER_Shared": "shared"}
+TARGET_TIME_RATIO = 1.0
+TARGET_BYTES_RATIO = 0.6
+MIB = 2 ** 20
+
+
+def training_batch(cfg: BenchConfig, questions: int) -> tuple[dict[str, Any], dict[str, int]]:
+    """(collated batch on the device, its shapes): `questions` seeded SQuAD-open training questions with their
+    first positive and their top BM25 hard negative."""
+    squad = inputs.squad(cfg)
+    examples = squad.training_examples("train")
+    rng = np.random.default_rng(cfg.seed)
+    sample = [examples[i] for i in rng.choice(len(examples), min(len(examples), 4 * questions), replace=False)]
+    mined = add_bm25_negatives(sample, squad.corpus, n=1, progress=cfg.progress)
+    chosen = [e for e in mined if e.hard_negatives][:questions]
+    if len(chosen) < questions:
+        raise RuntimeError(f"only {len(chosen)} of {len(mined)} sampled questions got a BM25 hard negative")
+    data = RetrieverDataConfig()
+    collator = RetrieverCollator(load_tokenizer("default"), data.max_query_length, data.max_passage_length)
+    batch = collator([(e.query.text, [e.positives[0], e.hard_negatives[0]]) for e in chosen])
+    shapes = {"questions": questions, "passages": 2 * questions,
+              "query_length": int(batch["query"]["input_ids"].shape[1]),
+              "passage_length": int(batch["passage"]["input_ids"].shape[1])}
+    return to_device(batch, cfg.torch_device), shapes
+
+
+def state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, int]:
+    """Bytes of parameters, of their gradients and of the optimizer's state tensors (Adam: two moments)."""
+    def size(t: torch.Tensor) -> int:
+        return t.numel() * t.element_size()
+
+    params = sum(size(p) for p in model.parameters())
+    grads = sum(size(p.grad) for p in model.parameters() if p.grad is not None)
+    adam = sum(size(t) for state in optimizer.state.values() for t in state.values() if torch.is_tensor(t))
+    return {"parameters": params, "gradients": grads, "optimizer": adam, "total": params + grads + adam}
+
+
+def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any]):
+    """(model, optimizer, one training step) set up as the library's trainer does (training.loop.Trainer)."""
+    torch.manual_seed(cfg.seed)
+    model = build_model(arch).to(cfg.device).train()
+    loop = LoopConfig(output_dir="")  # the trainer's defaults: lr, weight decay, clipping, bf16 on CUDA
+    groups = parameter_groups(model, loop.lr, loop.weight_decay, loop.layerwise_lr_decay)
+    optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups], lr=loop.lr)
+    autocast = loop.bf16 and cfg.device == "cuda"
+
+    def step() -> float:
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            loss, _ = retriever_loss(model, batch)
+        loss.backward()
+        if loop.max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), loop.max_grad_norm)
+        optimizer.step()
+        return float(loss.detach())
+
+    return model, optimizer, step
+
+
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    questions, repeats = cfg.pick(16, 2), cfg.pick(5, 1)
+    batch, shapes = training_batch(cfg, questions)
+    trainers = {name: _trainer(arch, cfg, batch) for name, arch in ARCHS.items()}
+    steps = {name: t[2] for name, t in trainers.items()}
+    for step in steps.values():  # first step allocates Adam's state
+        step()
+    peak, method = {}, None
+    for name, (model, optimizer, step) in trainers.items():
+        optimizer.zero_grad(set_to_none=True)  # the step's own gradients count in its peak, not the last step's
+        with PeakMemory(cfg.device) as memory:
+            step()
+        peak[name], method = memory.peak_bytes, memory.method
+    times, losses = interleaved(steps, repeats, cfg.device, warmup=0)
+    held = {name: state_bytes(model, optimizer) for name, (model, optimizer, _) in trainers.items()}
+    # Training's whole tensor memory: parameters and Adam state held throughout, plus the step's peak (activations
+    # and the gradients it creates).
+    total = {name: held[name]["parameters"] + held[name]["optimizer"] + peak[name] for name in ARCHS}
+    params = {name: count_parameters(model) for name, (model, _, _) in trainers.items()}
+    time_ratio = {name: paired_ratio(times[name], times["DPR"]) for name in ("TASER", "TASER_Shared")}
+    bytes_ratio = {name: held[name]["total"] / held["DPR"]["total"] for name in ("TASER", "TASER_Shared")}
+    return {
+        "rows": [
+            row("TASER / DPR step time", time_ratio["TASER"]["median"], "x", target=TARGET_TIME_RATIO, op="<="),
+            row("TASER / DPR params+grads+Adam bytes", bytes_ratio["TASER"], "x", target=TARGET_BYTES_RATIO,
+                op="<="),
+            row("TASER_Shared / DPR step time", time_ratio["TASER_Shared"]["median"], "x"),
+            *[row(f"{name} step time", spread(times[name])["median"], "s") for name in ARCHS],
+            *[row(f"{name} peak training memory", total[name] / MIB, "MiB") for name in ARCHS],
+        ],
+        "measured": {"step_seconds": times, "step_seconds_spread": {k: spread(v) for k, v in times.items()},
+                     "step_time_ratio_to_dpr": time_ratio, "state_bytes": held, "bytes_ratio_to_dpr": bytes_ratio,
+                     "parameters": params, "peak_step_bytes": peak, "peak_training_bytes": total,
+                     "peak_memory_method": method,
+                     "last_loss": losses},
+        "sizes": {**shapes, "hard_negatives": 1, "repeats": repeats},
+        "notes": ["step time ratio = median over rounds of (model's seconds / DPR's seconds), timed back to back",
+                  f"peak step memory: {method}; tensors the step allocates (activations, its gradients), live at "
+                  "once; peak training memory adds the parameters and Adam state held throughout",
+                  "bytes held = parameters + gradients + AdamW's two moments, all fp32",
+                  "optimizer: torch.optim.AdamW as the trainer builds it (torch's default implementation)"],
+    }

@@ -1,0 +1,34 @@
+"""The performance page's figure: encode and search time against corpus size, log-log (`taser bench` scaling)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+
+def plot_scaling(result: dict[str, Any]) -> Figure:
+    """Seconds to encode a corpus (per device) and to search it (exact faiss flat, a fixed query batch) against
+    its size, both axes logarithmic. Measured points are filled; extrapolated ones hollow on a dashed line.
+
+    `result` is the scaling benchmark's record (results/bench/scaling.json).
+    """
+    measured = result["measured"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for device, enc in measured["encode"].items():
+        points = list(zip(enc["sizes"], enc["seconds"], enc["measured"]))
+        line, = ax.plot([p[0] for p in points], [p[1] for p in points], "--", label=f"encode ({device})")
+        for size, seconds, real in points:
+            ax.plot(size, seconds, "o", color=line.get_color(), markerfacecolor=line.get_color() if real else "none")
+    search = measured["search"]
+    ax.plot(search["sizes"], search["seconds"], "s-", label=f"flat search, {search['queries']} queries")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("corpus size (passages)")
+    ax.set_ylabel("seconds")
+    ax.set_title("Scaling (hollow markers: extrapolated)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig
