@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-
-BM25_DEPTH = 100  # mine hard negatives among each question's top 100 BM25 passages
 
 
 def register(subparsers) -> None:
@@ -81,28 +78,19 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _bm25_miner(per_question: int):
-    """A hard-negative miner for SQuAD-open from the retrieval layer, or None when that layer is absent."""
-    try:
-        from ..data.answers import AnswerMatcher
-        from ..retrieval.bm25 import BM25Index, BM25Params
-        from ..retrieval.negatives import mine_hard_negatives
-    except ModuleNotFoundError as err:
-        print(f"note: no BM25 hard negatives ({err.name} is not available); the training json has none")
-        return None
+    """SQuAD-open's BM25 hard negatives (the retrieval layer mines them; the data layer cannot import it)."""
+    from ..retrieval.negatives import bm25_hard_negatives
 
     def mine(squad_open) -> tuple[dict[str, list[str]], dict[str, Any]]:
-        params = BM25Params()
-        index = BM25Index.build(squad_open.corpus, params)
-        matcher = AnswerMatcher(squad_open.corpus)
+        from ..retrieval.bm25 import BM25Index
+
+        index = BM25Index.build(squad_open.corpus)
         negatives: dict[str, list[str]] = {}
         for queries in squad_open.splits.values():
-            run = index.search(queries, k=BM25_DEPTH)
-            exclude = {qid: squad_open.positives[qid] for qid in queries}
-            negatives.update(mine_hard_negatives(run, queries, matcher, n=per_question, exclude=exclude))
-        return negatives, {"method": "bm25", "bm25": asdict(params), "depth": BM25_DEPTH,
-                           "per_question": per_question,
-                           "rule": "highest-ranked BM25 passages that are not positives and contain no answer "
-                                   "(DPR's has-answer rule)"}
+            mined, meta = bm25_hard_negatives(queries, squad_open.corpus, {q: squad_open.positives[q] for q in queries},
+                                              per_question, index=index)
+            negatives.update(mined)
+        return negatives, meta
     return mine
 
 

@@ -7,9 +7,12 @@ and TASER Appendix B's second-round negatives from a dense model's top 100.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import asdict
+from typing import Any
 
 from ..data.answers import AnswerMatcher
-from ..data.types import Queries, Run
+from ..data.types import Corpus, Queries, Run
+from .bm25 import BM25Index, BM25Params
 from .runs import ranked_ids
 
 
@@ -41,3 +44,20 @@ def mine_hard_negatives(run: Run, queries: Queries, matcher: AnswerMatcher | Non
                 break
         negatives[qid] = found
     return negatives
+
+
+BM25_DEPTH = 100  # DPR mined its BM25 negatives among each question's top 100
+
+
+def bm25_hard_negatives(queries: Queries, corpus: Corpus, exclude: Mapping[str, Collection[str]], n: int,
+                        depth: int = BM25_DEPTH, params: BM25Params | None = None, progress: bool = True,
+                        index: BM25Index | None = None) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """DPR's hard negatives: per question the top-n BM25 passages (within `depth`) that are neither excluded (its
+    positives) nor contain an answer. Returns the negatives and a record of how they were mined."""
+    params = params or (index.params if index is not None else BM25Params())
+    index = index or BM25Index.build(corpus, params, progress=progress)
+    run = index.search(queries, k=depth, progress=progress)
+    mined = mine_hard_negatives(run, queries, AnswerMatcher(corpus), n=n, exclude=exclude)
+    return mined, {"method": "bm25", "bm25": asdict(params), "depth": depth, "per_question": n,
+                   "rule": "highest-ranked BM25 passages that are not positives and contain no answer "
+                           "(DPR's has-answer rule)"}

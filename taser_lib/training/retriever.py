@@ -42,9 +42,8 @@ from ..errors import TaserError
 from ..evaluation.answer_recall import answer_recall
 from ..models import DenseEncoder, build_model, load_tokenizer
 from ..models.encoding import passage_pair
-from ..retrieval.bm25 import BM25Index
 from ..retrieval.dense import DenseIndex
-from ..retrieval.negatives import mine_hard_negatives
+from ..retrieval.negatives import bm25_hard_negatives
 from .config import DataSource, ModelConfig, RetrieverDataConfig, TrainConfig, config_to_dict
 from .distributed import cross_device_contrastive_loss, get_rank, get_world_size
 from .loop import TrainResult, run_training, seed_everything, unwrap_model
@@ -96,9 +95,8 @@ def add_bm25_negatives(examples: list[TrainingExample], corpus: Corpus, n: int, 
     queries = {e.query.id: e.query for e in todo}
     if len(queries) != len(todo):
         raise ValueError("training examples with the same question id: cannot assign BM25 negatives")
-    run = BM25Index.build(corpus, progress=progress).search(queries, k=depth, progress=progress)
-    mined = mine_hard_negatives(run, queries, AnswerMatcher(corpus), n=n,
-                                exclude={e.query.id: {d.id for d in e.positives} for e in todo})
+    mined, _ = bm25_hard_negatives(queries, corpus, {e.query.id: {d.id for d in e.positives} for e in todo}, n,
+                                   depth=depth, progress=progress)
     return [dataclasses.replace(e, hard_negatives=[corpus[d] for d in mined[e.query.id]])
             if not e.hard_negatives else e for e in examples]
 
