@@ -1,7 +1,7 @@
 """taser_lib: TASER and dual-encoder retrieval, reproduced.
 
 Layers (each imports only from those before it):
-data -> models -> training, retrieval -> evaluation -> plots -> reproduce, bench, cli.
+data (+ losses, pure) -> models -> retrieval -> evaluation -> training -> plots -> reproduce, scorecard, bench, cli.
 """
 
 __version__ = "0.1.0"
