@@ -38,7 +38,7 @@ def sentence_transformer(cfg: BenchConfig, max_length: int):
 
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
-    n, batch, max_length, repeats = cfg.pick(2000, 16), cfg.pick(64, 8), 256, cfg.pick(3, 1)
+    n, batch, max_length, repeats = cfg.pick(2000, 16), cfg.pick(64, 8), 256, cfg.pick(5, 1)
     passages = inputs.passages(cfg, n)
     ours = inputs.encoder(cfg, batch_size=batch, max_passage_length=max_length)
     ours.show_progress = False  # a progress bar inside a timed call would time the terminal too

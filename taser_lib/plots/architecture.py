@@ -3,9 +3,6 @@ router, bottom to top as the paper draws them."""
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display on batch nodes; notebooks still show the returned figure
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch
 
