@@ -240,3 +240,26 @@ def test_config_runs_teacher_then_student_reusing_the_cache(tiny_bert_dir, share
     assert "reusing teacher scores" in caplog.text
     assert Path(distilled.paths["teacher_scores"]) == tmp_path / "ca" / "teacher_scores"
     assert json.loads(Path(distilled.paths["test_metrics"]).read_text())["queries"] == 4
+
+
+def test_table9_regularisers_change_training_inputs_and_model():
+    """Embedding dropout reaches every BERT embedding layer; token dropout removes tokens only while training."""
+    import torch
+    from transformers import BertConfig
+
+    from taser_lib.models import DPRConfig, DPRModel
+    from taser_lib.training.distill import DistillTraining, _token_dropout, set_embedding_dropout
+
+    model = DPRModel(DPRConfig(**{**BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2,
+                                               num_attention_heads=2, intermediate_size=32).to_dict(),
+                                  "model_type": "taser-dpr"}))
+    set_embedding_dropout(model, 0.3)
+    assert model.question_encoder.embeddings.dropout.p == 0.3 and model.passage_encoder.embeddings.dropout.p == 0.3
+    batch = {"input_ids": torch.tensor([[101, 7, 8, 9, 102]] * 64), "attention_mask": torch.ones(64, 5, dtype=torch.long)}
+    torch.manual_seed(0)
+    dropped = _token_dropout(batch, 0.5, special_ids=[101, 102])
+    assert bool((dropped["attention_mask"][:, [0, 4]] == 1).all())  # [CLS] and [SEP] are never dropped
+    kept = float(dropped["attention_mask"][:, 1:4].float().mean())
+    assert 0.35 < kept < 0.65  # about half of the 192 ordinary tokens survive
+    with pytest.raises(Exception, match="token_dropout"):
+        DistillTraining(token_dropout=1.0)

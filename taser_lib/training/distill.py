@@ -30,10 +30,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from transformers.models.bert.modeling_bert import BertEmbeddings
 
 from ..data.answers import AnswerMatcher
 from ..errors import ConfigError
-from ..losses import (focal_loss, kl_distill, m3se, margin_mse, mse, rankdistil_b, softmax_ce,
+from ..losses import (focal_loss, input_token_dropout, kl_distill, m3se, margin_mse, mse, rankdistil_b, softmax_ce,
                       softmax_ce_distill)
 from ..models import CrossEncoderModel, DenseEncoder, default_device, load_model, load_tokenizer
 from .config import ModelConfig, _help, register_kind
@@ -68,6 +69,10 @@ class DistillTraining:
     in_batch_negatives: bool = _help("Table 12: the batch's other candidates as extra negatives", default=False)
     uniform_negatives: int = _help("Table 12: B_uni uniform random corpus passages per batch as extra negatives",
                                    default=0)
+    token_dropout: float = _help("Table 9: input token dropout rate (each non-special query/passage token is "
+                                 "dropped from attention with this probability while training)", default=0.0)
+    embedding_dropout: float | None = _help("Table 9: dropout rate of the embedding layer's output; null = the "
+                                            "checkpoint's hidden_dropout_prob", default=None)
     max_query_length: int = _help("tokens per query (paper: 30)", default=32)
     max_passage_length: int = _help("tokens per passage, [CLS] title [SEP] text [SEP] (paper: 200)", default=192)
     train_eval_queries: int | None = _help("training queries re-ranked for the train learning curve; null = all",
@@ -85,6 +90,8 @@ class DistillTraining:
             raise ConfigError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
         if self.uniform_negatives < 0:
             raise ConfigError(f"uniform_negatives must be >= 0, got {self.uniform_negatives}")
+        if not 0.0 <= self.token_dropout < 1.0:
+            raise ConfigError(f"token_dropout must lie in [0, 1), got {self.token_dropout}")
 
     @property
     def needs_teacher(self) -> bool:
@@ -201,12 +208,32 @@ def extra_teacher_score(t: torch.Tensor, training: DistillTraining) -> torch.Ten
     return t.min()
 
 
-def dual_encoder_loss(training: DistillTraining):
+def set_embedding_dropout(model: torch.nn.Module, rate: float) -> None:
+    """Table 9's embedding-layer dropout: the dropout after every BERT embedding layer of `model` (both towers of a
+    DPR model) gets probability `rate`."""
+    if not 0.0 <= rate < 1.0:
+        raise ConfigError(f"embedding dropout must lie in [0, 1), got {rate}")
+    for module in model.modules():
+        if isinstance(module, BertEmbeddings):
+            module.dropout.p = rate
+
+
+def _token_dropout(batch: dict, rate: float, special_ids: Sequence[int]) -> dict:
+    ids, mask = input_token_dropout(batch["input_ids"], batch["attention_mask"], rate, special_ids=special_ids)
+    return {**batch, "input_ids": ids, "attention_mask": mask}
+
+
+def dual_encoder_loss(training: DistillTraining, special_ids: Sequence[int] = ()):
     """loss_fn for the loop: the mean over queries of `query_loss` on each query's own candidates plus its extra
-    negatives; logs the fraction of queries whose top-scored own candidate is relevant (`top1`)."""
+    negatives; logs the fraction of queries whose top-scored own candidate is relevant (`top1`). With
+    `training.token_dropout` the inputs lose tokens first (Table 9; drawn from torch's RNG, which checkpoints keep)."""
 
     def loss_fn(model, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
-        out = model(query=batch["query"], passage=batch["passage"])
+        query, passage = batch["query"], batch["passage"]
+        if training.token_dropout > 0 and model.training:
+            query = _token_dropout(query, training.token_dropout, special_ids)
+            passage = _token_dropout(passage, training.token_dropout, special_ids)
+        out = model(query=query, passage=passage)
         sim = unwrap_model(model).compute_similarity(out.q_reps, out.p_reps)  # [B, N]
         losses, top1 = [], 0.0
         for i in range(sim.shape[0]):
@@ -267,6 +294,8 @@ def train_distill(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConf
     check_select_metric(loop)
     tokenizer = load_tokenizer(student.name_or_path)
     model = build_retriever(student)
+    if training.embedding_dropout is not None:
+        set_embedding_dropout(model, training.embedding_dropout)
     encoder = DenseEncoder(model, tokenizer, max_query_length=training.max_query_length,
                            max_passage_length=training.max_passage_length, device="cpu", show_progress=False)
     batches = dual_encoder_batches(train_set, encoder, training, loop.batch_size, loop.seed,
@@ -275,7 +304,7 @@ def train_distill(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConf
     fingerprint = {"kind": "distill", "training": asdict(training), "student": asdict(student),
                    "teacher": teacher_id if training.needs_teacher else None,
                    "train_set": train_set.fingerprint(), "dev_set": dev_set.fingerprint()}
-    result = run_training(model, dual_encoder_loss(training), batches, loop,
+    result = run_training(model, dual_encoder_loss(training, tokenizer.all_special_ids), batches, loop,
                           evaluate=dual_encoder_evaluator(dev_set, tokenizer, training),
                           train_evaluate=dual_encoder_evaluator(train_slice, tokenizer, training),
                           tokenizer=tokenizer, fingerprint=fingerprint, progress=progress)
