@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from transformers import BertConfig, BertModel
 
 from taser_lib.data.squad_open import build_squad_open, write_squad_open
 from taser_lib.data.types import Document, Query
@@ -30,19 +29,13 @@ from taser_lib.training.retriever import build_retriever
 REPO = Path(__file__).resolve().parents[1]
 WORDS = ["zebra", "violin", "glacier", "saffron", "harbor", "quartz", "meadow", "lantern", "orbit", "canyon",
          "falcon", "velvet"]
+from training_helpers import make_tiny_bert
 
 
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory):
-    """A random 2-layer BERT (hidden 32) with the default model's tokenizer files (vocab 30522)."""
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny-bert")
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
-    BertModel(config, add_pooling_layer=False).save_pretrained(path)
-    load_tokenizer("default").save_pretrained(path)
-    return path
+    """A random tiny BERT (hidden 32) with the default model's tokenizer files (vocab 30522)."""
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), seed=0, dropout=0.0)
 
 
 def toy_set() -> tuple[RerankingSet, dict[str, np.ndarray]]:

@@ -8,7 +8,6 @@ import logging
 import numpy as np
 import pytest
 import torch
-from transformers import BertConfig, BertModel
 
 from taser_lib.data.answers import AnswerMatcher, has_answer
 from taser_lib.data.formats.answer_selection import load_wikiqa
@@ -21,21 +20,15 @@ from taser_lib.training.cross_encoder import (CrossEncoderTraining, cross_encode
 from taser_lib.training.loop import LoopConfig, run_training
 from taser_lib.training.reranking import (GroupBatches, RerankingSet, from_candidate_lists, from_first_stage,
                                           sample_group, squad_open_reranking, teacher_top_group)
+from training_helpers import make_tiny_bert
 
 K = 8
 
 
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory):
-    """A random 2-layer BERT (hidden 32) with the default model's tokenizer files (vocab 30522)."""
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny-bert")
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
-    BertModel(config, add_pooling_layer=False).save_pretrained(path)
-    load_tokenizer("default").save_pretrained(path)
-    return path
+    """A random tiny BERT (hidden 32) with the default model's tokenizer files (vocab 30522)."""
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), seed=0, dropout=0.0)
 
 
 @pytest.fixture(scope="module")
