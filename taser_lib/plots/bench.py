@@ -10,19 +10,29 @@ from matplotlib.figure import Figure
 
 def plot_scaling(result: dict[str, Any]) -> Figure:
     """Seconds to encode a corpus (per device) and to search it (exact faiss flat, a fixed query batch) against
-    its size, both axes logarithmic. Measured points are filled; extrapolated ones hollow on a dashed line.
+    its size, both axes logarithmic, out to DPR's 21M Wikipedia passages. Measured points are filled; extrapolated
+    ones hollow on a dashed line.
 
     `result` is the scaling benchmark's record (results/bench/scaling.json).
     """
     measured = result["measured"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    implied = measured["implied_21m"]
+    wiki = implied["passages"]
+    fig, ax = plt.subplots(figsize=(7.2, 4.6))
     for device, enc in measured["encode"].items():
         points = list(zip(enc["sizes"], enc["seconds"], enc["measured"]))
+        points.append((wiki, implied[f"encode_hours_{'gpu' if device == 'cuda' else 'cpu'}"] * 3600, False))
         line, = ax.plot([p[0] for p in points], [p[1] for p in points], "--", label=f"encode ({device})")
         for size, seconds, real in points:
             ax.plot(size, seconds, "o", color=line.get_color(), markerfacecolor=line.get_color() if real else "none")
+    if "cuda" not in measured["encode"]:  # the GPU figure rests on an assumed FLOP rate
+        ax.plot(wiki, implied["encode_hours_gpu"] * 3600, "D", markerfacecolor="none", label="encode (one GPU, assumed)")
     search = measured["search"]
-    ax.plot(search["sizes"], search["seconds"], "s-", label=f"flat search, {search['queries']} queries")
+    line, = ax.plot(search["sizes"], search["seconds"], "s-", label=f"flat search, {search['queries']} queries")
+    ax.plot([search["sizes"][-1], wiki], [search["seconds"][-1],
+            implied["flat_search_seconds_per_query"] * search["queries"]], "s--", color=line.get_color(),
+            markerfacecolor="none")
+    ax.axvline(wiki, color="grey", lw=0.8, ls=":", label="DPR's Wikipedia (21M passages)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("corpus size (passages)")
