@@ -174,3 +174,30 @@ def iter_json_array(path: PathLike, member: str | None = None,
                 return
             raise FormatError(where, line, None, "expected ',' or ']' between array elements"
                               if after else "the JSON array is not closed (file truncated?)")
+
+
+def read_id_text_lines(path: PathLike, id_field: str, what: str, *, require_text: bool, skip_bad: bool = False,
+                       report: SkipReport | None = None) -> dict[str, str]:
+    """"<id><TAB><text>" lines as {id: text} (TREC topics, NFCorpus docs). Blank lines are ignored; an empty or
+    repeated id, a line without a tab, or (with `require_text`) an empty text is a FormatError naming the field."""
+    on_bad, out = OnBad(skip_bad, report), {}
+    with open_text(path) as lines:
+        for lineno, line in enumerate(lines, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            try:
+                if "\t" not in line:
+                    raise FormatError(path, lineno, "text", f"expected '{id_field}<TAB>text'")
+                key, text = (part.strip() for part in line.split("\t", 1))
+                if not key:
+                    raise FormatError(path, lineno, id_field, f"empty {what} id")
+                if require_text and not text:
+                    raise FormatError(path, lineno, "text", f"{what} {key!r} has no text")
+                if key in out:
+                    raise FormatError(path, lineno, id_field, f"duplicate {what} id {key!r}")
+            except FormatError as err:
+                on_bad(err)
+                continue
+            out[key] = text
+    return out

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...errors import FormatError
 from ..types import Corpus, Dataset, Document, Queries
-from ._common import OnBad, PathLike, SkipReport, open_text
+from ._common import OnBad, PathLike, SkipReport, read_id_text_lines
 from .trec import read_trec_qrels, read_trec_topics
 
 QUERY_TYPES = ("titles", "all", "nontopic-titles", "vid-titles", "vid-desc")
@@ -22,25 +22,8 @@ QREL_LEVELS = ("2-1-0", "3-2-1")
 
 def read_nfcorpus_docs(path: PathLike, *, skip_bad: bool = False, report: SkipReport | None = None) -> Corpus:
     """"ID<TAB>TEXT" lines (no titles in the preprocessed release)."""
-    on_bad, corpus = OnBad(skip_bad, report), {}
-    with open_text(path) as lines:
-        for lineno, line in enumerate(lines, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            try:
-                if "\t" not in line:
-                    raise FormatError(path, lineno, "text", "expected 'ID<TAB>TEXT'")
-                doc_id, text = (part.strip() for part in line.split("\t", 1))
-                if not doc_id:
-                    raise FormatError(path, lineno, "id", "empty document id")
-                if doc_id in corpus:
-                    raise FormatError(path, lineno, "id", f"duplicate document id {doc_id!r}")
-            except FormatError as err:
-                on_bad(err)
-                continue
-            corpus[doc_id] = Document(doc_id, text)
-    return corpus
+    texts = read_id_text_lines(path, "id", "document", require_text=False, skip_bad=skip_bad, report=report)
+    return {doc_id: Document(doc_id, text) for doc_id, text in texts.items()}
 
 
 def load_nfcorpus(root: PathLike, split: str = "test", *, query_type: str = "titles", qrel_levels: str = "2-1-0",

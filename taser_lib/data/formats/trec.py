@@ -4,32 +4,13 @@ from __future__ import annotations
 
 from ...errors import FormatError
 from ..types import Qrels, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, open_text, parse_int, split_columns
+from ._common import OnBad, PathLike, SkipReport, open_text, parse_int, read_id_text_lines, split_columns
 
 
 def read_trec_topics(path: PathLike, *, skip_bad: bool = False, report: SkipReport | None = None) -> Queries:
     """Topics as "query_id<TAB>text" lines (the Anserini/Pyserini tsv form). Blank lines are ignored."""
-    on_bad, queries = OnBad(skip_bad, report), {}
-    with open_text(path) as lines:
-        for lineno, line in enumerate(lines, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            try:
-                if "\t" not in line:
-                    raise FormatError(path, lineno, "text", "expected 'query_id<TAB>text'")
-                qid, text = (part.strip() for part in line.split("\t", 1))
-                if not qid:
-                    raise FormatError(path, lineno, "query_id", "empty query id")
-                if not text:
-                    raise FormatError(path, lineno, "text", f"query {qid!r} has no text")
-                if qid in queries:
-                    raise FormatError(path, lineno, "query_id", f"duplicate query id {qid!r}")
-            except FormatError as err:
-                on_bad(err)
-                continue
-            queries[qid] = Query(qid, text)
-    return queries
+    texts = read_id_text_lines(path, "query_id", "query", require_text=True, skip_bad=skip_bad, report=report)
+    return {qid: Query(qid, text) for qid, text in texts.items()}
 
 
 def read_trec_qrels(path: PathLike, *, skip_bad: bool = False, report: SkipReport | None = None) -> Qrels:
