@@ -85,7 +85,7 @@ def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any]):
 
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
-    questions, repeats = cfg.pick(16, 2), cfg.pick(5, 1)
+    questions, repeats = cfg.pick(16, 2), cfg.pick(9, 1)
     batch, shapes = training_batch(cfg, questions)
     trainers = {name: _trainer(arch, cfg, batch) for name, arch in ARCHS.items()}
     steps = {name: t[2] for name, t in trainers.items()}
