@@ -76,8 +76,11 @@ class BM25Index:
         searchable = [i for i, q in enumerate(tokens) if q]
         if searchable:
             top = min(k, len(self.doc_ids))
+            # numpy top-k, never bm25s' jax one: initialising jax on a GPU preallocates 75% of its memory in
+            # every process, which starves the torch models trained beside the index.
             docs, scores = self.retriever.retrieve([tokens[i] for i in searchable], k=top,
-                                                   show_progress=progress, n_threads=0)
+                                                   show_progress=progress, n_threads=0,
+                                                   backend_selection="numpy")
             for i, row_docs, row_scores in zip(searchable, docs, scores):
                 run[query_ids[i]] = {self.doc_ids[d]: float(s)
                                      for d, s in zip(row_docs.tolist(), row_scores.tolist()) if s > 0}
