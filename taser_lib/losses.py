@@ -11,7 +11,8 @@ Conventions
   its mean over queries (R(theta) = 1/N sum_n l(y_n, s_n), DE §2). `reduction="sum"` or `"none"` change only that
   last step.
 - The data-side regularisers of DE Table 9 (input token dropout, masked-LM masking) are here too as pure functions
-  of token ids; the embedding-layer dropout of Table 9 is a field of the model config, not a loss.
+  of token ids, with the masked-LM loss of the head's logits; the embedding-layer dropout of Table 9 is a field of
+  the model config, not a loss.
 """
 
 from __future__ import annotations
@@ -331,3 +332,16 @@ def mlm_mask(input_ids: torch.Tensor, attention_mask: torch.Tensor, mask_token_i
     masked = input_ids.masked_fill(to_mask, mask_token_id)
     masked = torch.where(to_random, random_ids.to(input_ids.dtype), masked)
     return masked, labels
+
+
+def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """BERT's masked-LM loss, the auxiliary loss of DE Table 9 (Devlin et al. 2019, §3.1):
+
+        L_mlm = -(1/|M|) sum_{i in M} log softmax(logits_i)[x_i]
+
+    over the masked positions M (labels != -100, as `mlm_mask` returns them), x_i being the original token.
+    logits: [..., V]; labels: [...]. A batch without a masked position gives 0 (and a zero gradient), not NaN."""
+    labels = labels.reshape(-1)
+    if not bool((labels != IGNORE_INDEX).any()):
+        return logits.sum() * 0.0
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels, ignore_index=IGNORE_INDEX)

@@ -321,3 +321,15 @@ def test_mlm_mask_follows_bert_80_10_10():
     assert abs(unchanged.sum().item() / n - 0.1) < 0.03  # a random token equal to the original is rare (1/3000)
     again = L.mlm_mask(ids, attn, MASK, 3000, (CLS, SEP, PAD), generator=torch.Generator().manual_seed(0))
     assert torch.equal(again[0], masked) and torch.equal(again[1], labels)
+
+
+def test_masked_lm_loss_by_hand():
+    logits = torch.tensor([[[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]], [[0.0, 0.0, 3.0], [1.0, 1.0, 1.0]]])
+    labels = torch.tensor([[0, -100], [1, -100]])  # two masked positions
+    by_hand = -(math.log(math.exp(2) / (math.exp(2) + 2)) + math.log(1 / (2 + math.exp(3)))) / 2
+    assert float(L.masked_lm_loss(logits, labels)) == pytest.approx(by_hand, rel=1e-6)
+    # nothing masked: zero loss and a zero (not NaN) gradient
+    logits.requires_grad_(True)
+    empty = L.masked_lm_loss(logits, torch.full((2, 2), -100))
+    empty.backward()
+    assert float(empty.detach()) == 0.0 and torch.equal(logits.grad, torch.zeros_like(logits))

@@ -184,6 +184,63 @@ def test_dpr_towers_are_separate(tiny_bert_dir):
     assert model.compute_similarity(q, q).shape == (3, 3)
 
 
+def test_masked_lm_head_tied_pretrained_and_saved(tiny_bert_dir, tmp_path):
+    """The auxiliary MLM head (DE Table 9): absent by default; BERT's pretrained head loaded when the checkpoint
+    has one (old gamma/beta names too); decoder = the tower's own word embeddings; survives save/load."""
+    from transformers import BertForMaskedLM
+
+    from taser_lib.losses import mlm_mask
+
+    assert build_model("shared", tiny_bert_dir).mlm_head is None
+    with pytest.raises(ValueError, match="mlm_head=True"):
+        build_model("shared", tiny_bert_dir).masked_lm_loss("query", labels=batch()["input_ids"], **batch())
+    # a checkpoint with BERT's pretrained MLM head, saved with the old TF LayerNorm names
+    torch.manual_seed(3)
+    mlm_dir = tmp_path / "bert-mlm"
+    BertForMaskedLM(BertConfig(**TINY)).save_pretrained(mlm_dir)
+    from safetensors.torch import load_file, save_file
+    state = load_file(mlm_dir / "model.safetensors")
+    head = {k: v for k, v in state.items() if k.startswith("cls.")}
+    with torch.no_grad():
+        head["cls.predictions.bias"] = torch.randn_like(head["cls.predictions.bias"])
+    renamed = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+               if k.startswith("cls.") else k: v for k, v in {**state, **head}.items()}
+    save_file(renamed, mlm_dir / "model.safetensors", metadata={"format": "pt"})
+    model = build_model("taser", mlm_dir, mlm_head=True)
+    torch.testing.assert_close(model.mlm_head.bias, head["cls.predictions.bias"])
+    torch.testing.assert_close(model.mlm_head.transform.LayerNorm.weight,
+                               head["cls.predictions.transform.LayerNorm.weight"])
+    torch.testing.assert_close(model.mlm_head.transform.dense.weight, head["cls.predictions.transform.dense.weight"])
+    # without a pretrained head: a fresh transform and a zero bias
+    assert not build_model("shared", tiny_bert_dir, mlm_head=True).mlm_head.bias.any()
+
+    b = batch(n=8, length=12)
+    ids, labels = mlm_mask(b["input_ids"], b["attention_mask"], mask_token_id=4, vocab_size=100, probability=0.3,
+                           generator=torch.Generator().manual_seed(0))
+    masked = {**b, "input_ids": ids, "labels": labels}
+    loss = model(masked_query=masked).mlm_loss
+    logits = model.mlm_head(model.encode_tokens("query", ids, b["attention_mask"]),
+                            model.embeddings.word_embeddings.weight)
+    assert logits.shape == (8, 12, 100)
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(logits.reshape(-1, 100), labels.reshape(-1)))
+    loss.backward()  # the tie: the decoder's gradient reaches the input embeddings of tokens never fed in
+    unused = sorted(set(range(100)) - set(ids.flatten().tolist()))
+    assert model.embeddings.word_embeddings.weight.grad[unused].abs().sum() > 0
+
+    dpr = build_model("dpr", tiny_bert_dir, mlm_head=True)
+    with torch.no_grad():
+        dpr.mlm_heads["passage"].bias.add_(1.0)
+        dpr.passage_encoder.embeddings.word_embeddings.weight.add_(0.1)
+    out = dpr(masked_query=masked, masked_passage=masked)
+    q, p = dpr.masked_lm_loss("query", **masked), dpr.masked_lm_loss("passage", **masked)
+    assert float((q - p).detach().abs()) > 1e-4  # each side goes through its own tower and head
+    torch.testing.assert_close(out.mlm_loss, (q + p) / 2)
+    dpr.save_pretrained(tmp_path / "dpr")
+    loaded = load_model(tmp_path / "dpr")
+    assert loaded.config.mlm_head
+    torch.testing.assert_close(loaded(masked_query=masked, masked_passage=masked).mlm_loss, out.mlm_loss)
+
+
 def test_microsoft_taser_conversion_round_trip(tiny_bert_dir):
     model = TaserModel.from_bert(tiny_bert_dir).eval()
     with torch.no_grad():

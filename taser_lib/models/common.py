@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from transformers.utils import ModelOutput
 
+from ..losses import masked_lm_loss
+
 Kind = Literal["query", "passage"]
 POOLINGS = ("cls", "mean")
 
@@ -60,20 +62,36 @@ def checkpoint_pooling(path: str | Path) -> tuple[str, bool] | None:
 
 @dataclass
 class RetrieverOutput(ModelOutput):
-    """Question and passage representations from one forward, and the architecture's auxiliary loss
-    (beta * L_ent for learned TASER routing, TASER Eq. 5; zero otherwise)."""
+    """Question and passage representations from one forward, the architecture's auxiliary loss
+    (beta * L_ent for learned TASER routing, TASER Eq. 5; zero otherwise) and, when masked inputs were given, the
+    masked-LM loss (DE Table 9)."""
 
     q_reps: torch.Tensor | None = None
     p_reps: torch.Tensor | None = None
     aux_loss: torch.Tensor | None = None
+    mlm_loss: torch.Tensor | None = None
 
 
 class BiEncoderMixin:
     """Shared methods of `TaserModel` and `DPRModel`. Subclasses implement `_encode(kind, ...)` returning
-    (last_hidden_state, aux_loss) and hold `config.pooling`, `config.normalize`, `config.similarity_scale`."""
+    (last_hidden_state, aux_loss) and `_mlm(kind)` returning (MaskedLMHead, word embedding weights) of the tower
+    that encodes `kind`, and hold `config.pooling`, `config.normalize`, `config.similarity_scale`,
+    `config.mlm_head`."""
 
     def _encode(self, kind: Kind, input_ids, attention_mask, token_type_ids=None):
         raise NotImplementedError
+
+    def _mlm(self, kind: Kind):
+        raise NotImplementedError
+
+    def masked_lm_loss(self, kind: Kind, input_ids, attention_mask, labels, token_type_ids=None) -> torch.Tensor:
+        """BERT's MLM loss of a masked `kind` batch (labels: -100 where not masked; see `losses.mlm_mask`) through
+        the tower that encodes `kind`. Needs a model built with `mlm_head=True`."""
+        if not getattr(self.config, "mlm_head", False):
+            raise ValueError("this model has no masked-LM head: build it with mlm_head=True")
+        hidden, _ = self._encode(kind, input_ids, attention_mask, token_type_ids)
+        head, word_embeddings = self._mlm(kind)
+        return masked_lm_loss(head(hidden, word_embeddings), labels)
 
     def _pooled(self, kind: Kind, input_ids, attention_mask, token_type_ids=None):
         hidden, aux = self._encode(kind, input_ids, attention_mask, token_type_ids)
@@ -96,8 +114,11 @@ class BiEncoderMixin:
         """sim(q, p) = s * q^T p (TASER Sec. 2; s = 1 for dot product, s > 1 to sharpen cosine scores)."""
         return self.config.similarity_scale * q_reps @ p_reps.transpose(0, 1)
 
-    def forward(self, query: dict | None = None, passage: dict | None = None) -> RetrieverOutput:
-        """Encode a tokenised question batch and/or passage batch (dicts of input_ids, attention_mask, ...)."""
+    def forward(self, query: dict | None = None, passage: dict | None = None,
+                masked_query: dict | None = None, masked_passage: dict | None = None) -> RetrieverOutput:
+        """Encode a tokenised question batch and/or passage batch (dicts of input_ids, attention_mask, ...); with
+        masked batches (the same dicts plus `labels`) also return the mean of their masked-LM losses. Everything
+        goes through this one forward so that DistributedDataParallel sees every parameter used."""
         q_reps = p_reps = None
         aux = []
         if query is not None:
@@ -107,4 +128,8 @@ class BiEncoderMixin:
             p_reps, a = self._pooled("passage", **passage)
             aux.append(a)
         aux_loss = sum(aux) if aux else None
-        return RetrieverOutput(q_reps=q_reps, p_reps=p_reps, aux_loss=aux_loss)
+        mlm = [self.masked_lm_loss(kind, **batch) for kind, batch in (("query", masked_query),
+                                                                      ("passage", masked_passage))
+               if batch is not None]
+        mlm_loss = torch.stack(mlm).mean() if mlm else None
+        return RetrieverOutput(q_reps=q_reps, p_reps=p_reps, aux_loss=aux_loss, mlm_loss=mlm_loss)

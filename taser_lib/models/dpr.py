@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from torch import nn
 from transformers import BertConfig, BertModel, PreTrainedModel
 
 from ..errors import ConfigError
 from .common import POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling
+from .mlm_head import MaskedLMHead, init_head
 from .weights import load_bert
 
 
@@ -19,6 +21,7 @@ class DPRConfig(BertConfig):
     pooling: str = "cls"
     normalize: bool = False
     similarity_scale: float = 1.0
+    mlm_head: bool = False  # a masked-LM head per tower for the auxiliary MLM loss (DE Table 9)
 
     def __post_init__(self, **kwargs):
         super().__post_init__(**kwargs)
@@ -36,7 +39,14 @@ class DPRModel(BiEncoderMixin, PreTrainedModel):
         super().__init__(config)
         self.question_encoder = BertModel(config, add_pooling_layer=False)
         self.passage_encoder = BertModel(config, add_pooling_layer=False)
+        # one head per tower, each tied to its own tower's word embeddings (the towers diverge in training)
+        self.mlm_heads = nn.ModuleDict({"query": MaskedLMHead(config), "passage": MaskedLMHead(config)}) \
+            if config.mlm_head else None
         self.post_init()
+
+    def _mlm(self, kind: Kind):
+        tower = self.question_encoder if kind == "query" else self.passage_encoder
+        return self.mlm_heads[kind], tower.embeddings.word_embeddings.weight
 
     def _encode(self, kind: Kind, input_ids, attention_mask, token_type_ids=None):
         tower = self.question_encoder if kind == "query" else self.passage_encoder
@@ -59,4 +69,7 @@ class DPRModel(BiEncoderMixin, PreTrainedModel):
         model = cls(config)
         model.question_encoder.load_state_dict(bert.state_dict())
         model.passage_encoder.load_state_dict(bert.state_dict())
+        if model.mlm_heads is not None:
+            for head in model.mlm_heads.values():
+                init_head(head, path)
         return model

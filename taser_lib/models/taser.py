@@ -34,6 +34,7 @@ from transformers.models.bert.modeling_bert import BertAttention, BertIntermedia
 from ..errors import ConfigError
 from ..losses import routing_entropy
 from .common import POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling
+from .mlm_head import MaskedLMHead, init_head
 from .weights import load_bert
 
 ROUTINGS = ("deterministic", "sequence", "token", "shared")
@@ -51,6 +52,7 @@ class TaserConfig(BertConfig):
     similarity_scale: float = 1.0
     router_temperature: float = 1.0  # Gumbel-softmax temperature for Seq-R / Tok-R
     entropy_weight: float = 0.01  # beta in Eq. 5 (the paper fixes 0.01)
+    mlm_head: bool = False  # a masked-LM head for the auxiliary MLM loss (DE Table 9), tied to the word embeddings
 
     def __post_init__(self, **kwargs):
         super().__post_init__(**kwargs)
@@ -154,7 +156,11 @@ class TaserModel(BiEncoderMixin, BertModel):
         super().__init__(config, add_pooling_layer=False)  # the papers pool the final [CLS], not BERT's pooler
         for i in config.specialized_layers:
             self.encoder.layer[i] = TaserLayer(config, layer_idx=i)
+        self.mlm_head = MaskedLMHead(config) if config.mlm_head else None
         self.post_init()
+
+    def _mlm(self, kind: Kind):
+        return self.mlm_head, self.embeddings.word_embeddings.weight  # one tower: one head for both sides
 
     @property
     def taser_layers(self) -> list[TaserLayer]:
@@ -203,6 +209,8 @@ class TaserModel(BiEncoderMixin, BertModel):
         })
         model = cls(config)
         model.load_bert_weights(bert)
+        if model.mlm_head is not None:
+            init_head(model.mlm_head, path)
         return model
 
     @torch.no_grad()

@@ -34,8 +34,8 @@ from transformers.models.bert.modeling_bert import BertEmbeddings
 
 from ..data.answers import AnswerMatcher
 from ..errors import ConfigError
-from ..losses import (focal_loss, input_token_dropout, kl_distill, m3se, margin_mse, mse, rankdistil_b, softmax_ce,
-                      softmax_ce_distill)
+from ..losses import (focal_loss, input_token_dropout, kl_distill, m3se, margin_mse, mlm_mask, mse, rankdistil_b,
+                      softmax_ce, softmax_ce_distill)
 from ..models import CrossEncoderModel, DenseEncoder, default_device, load_model, load_tokenizer
 from .config import ModelConfig, _help, register_kind
 from .cross_encoder import check_select_metric, record_test_metrics, rerank_metrics, score_and_cache_teacher
@@ -73,6 +73,11 @@ class DistillTraining:
                                  "dropped from attention with this probability while training)", default=0.0)
     embedding_dropout: float | None = _help("Table 9: dropout rate of the embedding layer's output; null = the "
                                             "checkpoint's hidden_dropout_prob", default=None)
+    mlm_weight: float = _help("Table 9: weight of the auxiliary masked-LM loss on the batch's queries and passages "
+                              "(the student gets BERT's MLM head, tied to its word embeddings); 0 = off",
+                              default=0.0)
+    mlm_probability: float = _help("Table 9: fraction of tokens masked for that loss (BERT: 0.15, of which 80% "
+                                   "[MASK], 10% random, 10% kept)", default=0.15)
     max_query_length: int = _help("tokens per query (paper: 30)", default=32)
     max_passage_length: int = _help("tokens per passage, [CLS] title [SEP] text [SEP] (paper: 200)", default=192)
     train_eval_queries: int | None = _help("training queries re-ranked for the train learning curve; null = all",
@@ -92,6 +97,10 @@ class DistillTraining:
             raise ConfigError(f"uniform_negatives must be >= 0, got {self.uniform_negatives}")
         if not 0.0 <= self.token_dropout < 1.0:
             raise ConfigError(f"token_dropout must lie in [0, 1), got {self.token_dropout}")
+        if self.mlm_weight < 0:
+            raise ConfigError(f"mlm_weight must be >= 0, got {self.mlm_weight}")
+        if not 0.0 < self.mlm_probability < 1.0:
+            raise ConfigError(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
 
     @property
     def needs_teacher(self) -> bool:
@@ -223,17 +232,30 @@ def _token_dropout(batch: dict, rate: float, special_ids: Sequence[int]) -> dict
     return {**batch, "input_ids": ids, "attention_mask": mask}
 
 
-def dual_encoder_loss(training: DistillTraining, special_ids: Sequence[int] = ()):
+def _masked(batch: dict, training: DistillTraining, tokenizer) -> dict:
+    ids, labels = mlm_mask(batch["input_ids"], batch["attention_mask"], tokenizer.mask_token_id, len(tokenizer),
+                           tokenizer.all_special_ids, training.mlm_probability)
+    return {**batch, "input_ids": ids, "labels": labels}
+
+
+def dual_encoder_loss(training: DistillTraining, tokenizer):
     """loss_fn for the loop: the mean over queries of `query_loss` on each query's own candidates plus its extra
-    negatives; logs the fraction of queries whose top-scored own candidate is relevant (`top1`). With
-    `training.token_dropout` the inputs lose tokens first (Table 9; drawn from torch's RNG, which checkpoints keep)."""
+    negatives; logs the fraction of queries whose top-scored own candidate is relevant (`top1`). Table 9's
+    regularisers: with `training.token_dropout` the inputs lose tokens first; with `training.mlm_weight` w the loss
+    gains w * the masked-LM loss of BERT-masked copies of the batch's queries and passages (`mlm` in the log).
+    Both draw from torch's RNG, which checkpoints keep."""
+    special_ids = tokenizer.all_special_ids
 
     def loss_fn(model, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
         query, passage = batch["query"], batch["passage"]
+        masked = {}
+        if training.mlm_weight > 0 and model.training:
+            masked = {"masked_query": _masked(query, training, tokenizer),
+                      "masked_passage": _masked(passage, training, tokenizer)}
         if training.token_dropout > 0 and model.training:
             query = _token_dropout(query, training.token_dropout, special_ids)
             passage = _token_dropout(passage, training.token_dropout, special_ids)
-        out = model(query=query, passage=passage)
+        out = model(query=query, passage=passage, **masked)
         sim = unwrap_model(model).compute_similarity(out.q_reps, out.p_reps)  # [B, N]
         losses, top1 = [], 0.0
         for i in range(sim.shape[0]):
@@ -247,7 +269,11 @@ def dual_encoder_loss(training: DistillTraining, special_ids: Sequence[int] = ()
         loss = torch.stack(losses).mean()
         if out.aux_loss is not None:
             loss = loss + out.aux_loss
-        return loss, {"top1": top1 / sim.shape[0]}
+        logged = {"top1": top1 / sim.shape[0]}
+        if out.mlm_loss is not None:
+            loss = loss + training.mlm_weight * out.mlm_loss
+            logged["mlm"] = float(out.mlm_loss.detach())
+        return loss, logged
 
     return loss_fn
 
@@ -293,7 +319,7 @@ def train_distill(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConf
     result. `teacher_id` (e.g. the teacher cache's model hash) joins the run fingerprint."""
     check_select_metric(loop)
     tokenizer = load_tokenizer(student.name_or_path)
-    model = build_retriever(student)
+    model = build_retriever(student, **({"mlm_head": True} if training.mlm_weight > 0 else {}))
     if training.embedding_dropout is not None:
         set_embedding_dropout(model, training.embedding_dropout)
     encoder = DenseEncoder(model, tokenizer, max_query_length=training.max_query_length,
@@ -304,7 +330,7 @@ def train_distill(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConf
     fingerprint = {"kind": "distill", "training": asdict(training), "student": asdict(student),
                    "teacher": teacher_id if training.needs_teacher else None,
                    "train_set": train_set.fingerprint(), "dev_set": dev_set.fingerprint()}
-    result = run_training(model, dual_encoder_loss(training, tokenizer.all_special_ids), batches, loop,
+    result = run_training(model, dual_encoder_loss(training, tokenizer), batches, loop,
                           evaluate=dual_encoder_evaluator(dev_set, tokenizer, training),
                           train_evaluate=dual_encoder_evaluator(train_slice, tokenizer, training),
                           tokenizer=tokenizer, fingerprint=fingerprint, progress=progress)

@@ -375,10 +375,11 @@ def train_slice_evaluator(train_set: TrainingSet, data: RetrieverDataConfig, tok
 
 # --- entry point -----------------------------------------------------------------------------------------------
 
-def build_retriever(model: ModelConfig) -> torch.nn.Module:
-    """A fresh DPR / TASER / TASER_Shared model from `model.name_or_path` with the config's pooling and scale."""
+def build_retriever(model: ModelConfig, **config_overrides: Any) -> torch.nn.Module:
+    """A fresh DPR / TASER / TASER_Shared model from `model.name_or_path` with the config's pooling and scale;
+    `config_overrides` set further model config fields (e.g. mlm_head=True)."""
     kwargs: dict[str, Any] = {"pooling": model.pooling, "normalize": model.normalize,
-                              "similarity_scale": model.similarity_scale}
+                              "similarity_scale": model.similarity_scale, **config_overrides}
     if model.arch == "taser":
         kwargs.update(routing=model.routing, shared_blocks=model.shared_blocks, num_experts=model.num_experts,
                       entropy_weight=model.entropy_weight)
