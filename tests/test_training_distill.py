@@ -19,8 +19,8 @@ from taser_lib.losses import m3se, softmax_ce_distill
 from taser_lib.models import DenseEncoder, TaserModel, load_tokenizer
 from taser_lib.training.config import discover_kinds, load_config, to_yaml
 from taser_lib.training.cross_encoder import CrossEncoderRunConfig, run_cross_encoder
-from taser_lib.training.distill import (LOSSES, STUDENT, DistillRunConfig, DistillTraining,
-                                        dual_encoder_batches, dual_encoder_loss, extra_teacher_score, query_loss,
+from taser_lib.training.distill import (LOSSES, STUDENT, DistillRunConfig, DistillTraining, dual_encoder_batches,
+                                        dual_encoder_loss, evaluate_dual_encoder, extra_teacher_score, query_loss,
                                         run_distill, train_de_one_hot, train_distill)
 from taser_lib.training.loop import LoopConfig
 from taser_lib.training.reranking import RerankingDataConfig, RerankingSet
@@ -123,7 +123,7 @@ def test_batch_loss_is_the_mean_of_the_query_losses(tiny_bert_dir):
     model = _student(tiny_bert_dir).eval()
     training = DistillTraining(loss="softmax_ce", group_size=4, tau=0.5)
     batch = next(dual_encoder_batches(rset, _encoder(model, tokenizer), training, 3, 0, teacher).iter_from(0))
-    loss, _ = dual_encoder_loss(training)(model, batch)
+    loss, _ = dual_encoder_loss(training, tokenizer)(model, batch)
     q = model.encode_query(**batch["query"])
     p = model.encode_passage(**batch["passage"])
     expected = [softmax_ce_distill(5.0 * (q[i] @ p[batch["own"][i]].T)[None], batch["teacher"][i][None], tau=0.5)
@@ -140,7 +140,7 @@ def test_each_loss_decreases_on_a_repeated_batch(tiny_bert_dir, loss):
     training = DistillTraining(loss=loss, group_size=3, in_batch_negatives=True, uniform_negatives=2)
     batch = next(dual_encoder_batches(rset, _encoder(model, tokenizer), training, 4, 0, teacher).iter_from(0))
     model.train()
-    loss_fn = dual_encoder_loss(training)
+    loss_fn = dual_encoder_loss(training, tokenizer)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     values = []
     for _ in range(8):
@@ -170,6 +170,14 @@ def test_train_distill_curves_and_selection(tiny_bert_dir, tmp_path):
     _, one_hot = train_de_one_hot(rset, rset, dataclasses.replace(loop, output_dir=str(tmp_path / "oh"),
                                                                   max_steps=1), training, student, progress=False)
     assert one_hot.final_step == 1
+    # max_steps 0: the starting model, evaluated (and selected) as is: the untrained baseline of the same pipeline
+    untrained, zero = train_distill(rset, rset, dataclasses.replace(loop, output_dir=str(tmp_path / "zero"),
+                                                                   max_steps=0), training, student, teacher,
+                                    progress=False)
+    assert zero.best_step == zero.final_step == 0 and len(zero.curve) == 1
+    tokenizer = load_tokenizer(tiny_bert_dir)
+    assert zero.curve[0]["dev/nDCG@10"] == pytest.approx(
+        evaluate_dual_encoder(build_retriever(student), tokenizer, rset, training)["nDCG@10"])
     with pytest.raises(ConfigError, match="needs teacher scores"):
         train_distill(rset, rset, dataclasses.replace(loop, output_dir=str(tmp_path / "x")), training, student)
     with pytest.raises(ConfigError, match="select"):
@@ -191,6 +199,12 @@ def test_example_configs_load(tmp_path):
     assert Path(de.teacher.model).parent == Path(ca.loop.output_dir)
     assert dataclasses.asdict(de.data) == dataclasses.asdict(ca.data)
     assert load_config(_write(tmp_path / "again.yaml", to_yaml(de))) == de
+    # the GPU-sized pair keeps the same links, on every training question
+    ca_gpu = load_config(REPO / "configs" / "squad_open_cross_encoder_gpu.yaml")
+    de_gpu = load_config(REPO / "configs" / "squad_open_distill_gpu.yaml")
+    assert Path(de_gpu.teacher.model).parent == Path(ca_gpu.loop.output_dir)
+    assert dataclasses.asdict(de_gpu.data) == dataclasses.asdict(ca_gpu.data)
+    assert ca_gpu.data.train_queries is None and de_gpu.data.test_queries is None
 
     bad = _write(tmp_path / "bad.yaml", "kind: distill\ntraining:\n  loss: hinge\n")
     with pytest.raises(FormatError, match=r"bad.yaml:2.*loss must be one of"):
@@ -256,3 +270,44 @@ def test_table9_regularisers_change_training_inputs_and_model():
     assert 0.35 < kept < 0.65  # about half of the 192 ordinary tokens survive
     with pytest.raises(Exception, match="token_dropout"):
         DistillTraining(token_dropout=1.0)
+
+
+def test_auxiliary_masked_lm_loss(tiny_bert_dir, tmp_path):
+    """Table 9's MLM regulariser: the batch loss gains w * the MLM loss of masked copies (retrieval part
+    unchanged), the MLM loss falls with training, and a run with it saves a student with the head."""
+    rset, teacher = toy_set()
+    tokenizer = load_tokenizer(tiny_bert_dir)
+    torch.manual_seed(0)
+    student = dataclasses.replace(STUDENT, name_or_path=str(tiny_bert_dir), normalize=True, similarity_scale=5.0)
+    model = build_retriever(student, mlm_head=True)
+    plain = DistillTraining(loss="softmax_ce", group_size=3)
+    with_mlm = dataclasses.replace(plain, mlm_weight=0.5, mlm_probability=0.3)
+    batch = next(dual_encoder_batches(rset, _encoder(model, tokenizer), plain, 4, 0, teacher).iter_from(0))
+    model.eval()  # no dropout, no masking: the two losses agree
+    assert float(dual_encoder_loss(with_mlm, tokenizer)(model, batch)[0].detach()) == pytest.approx(
+        float(dual_encoder_loss(plain, tokenizer)(model, batch)[0].detach()))
+    model.train()
+    torch.manual_seed(1)
+    base, _ = dual_encoder_loss(plain, tokenizer)(model, batch)
+    torch.manual_seed(1)
+    total, logs = dual_encoder_loss(with_mlm, tokenizer)(model, batch)
+    assert logs["mlm"] > 5.0  # a fresh head over a 30522-token vocabulary: about ln(30522) = 10.3
+    # the tiny BERT has no dropout: the retrieval part is unchanged by the masked copies
+    assert float(total.detach()) - 0.5 * logs["mlm"] == pytest.approx(float(base.detach()), rel=1e-5)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    mlm = []
+    for step in range(10):
+        torch.manual_seed(step % 2)  # two fixed maskings, alternating
+        optimizer.zero_grad()
+        value, logs = dual_encoder_loss(with_mlm, tokenizer)(model, batch)
+        value.backward()
+        optimizer.step()
+        mlm.append(logs["mlm"])
+    assert mlm[-1] < mlm[0] - 1.0 and mlm[-2] < mlm[1] - 1.0, mlm
+    loop = LoopConfig(str(tmp_path / "de"), max_steps=2, batch_size=3, eval_every=2, checkpoint_every=2, lr=1e-3,
+                      select_metric="nDCG@10")
+    trained, result = train_distill(rset, rset, loop, with_mlm, student, teacher, progress=False)
+    assert trained.config.mlm_head and trained.mlm_head is not None
+    assert all("loss/mlm" in row for row in result.curve[1:])
+    with pytest.raises(ConfigError, match="mlm_probability"):
+        DistillTraining(mlm_weight=1.0, mlm_probability=0.0)

@@ -198,6 +198,24 @@ def test_unknown_yaml_key_names_file_line_and_key(tmp_path):
     assert config.data.train == [DataSource("dpr-json", "train", "t.json")]
 
 
+def test_set_overrides_single_fields(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("kind: retriever\nloop:\n  output_dir: x\n  max_steps: 100\nmodel:\n  arch: dpr\n")
+    config = load_config(path, overrides=["loop.max_steps=null", "loop.lr=3e-5", "model.arch=taser",
+                                          "data.eval_ks=[1, 20]", "model.pooling=mean"])
+    assert config.loop.max_steps is None and config.loop.lr == 3e-5 and config.model.arch == "taser"
+    assert config.data.eval_ks == [1, 20] and config.model.pooling == "mean"
+    assert load_config(path).loop.max_steps == 100  # the file itself is untouched
+    # a bad overridden value names its key, not the file's line of the value it replaced
+    with pytest.raises(FormatError, match=r"run\.yaml: field 'loop\.max_steps' expected an integer.*given by --set loop\.max_steps"):
+        load_config(path, overrides=["loop.max_steps=many"])
+    with pytest.raises(FormatError, match=r"field 'loop\.max_stepz' unknown key.*given by --set"):
+        load_config(path, overrides=["loop.max_stepz=3"])
+    for bad in ("loop.max_steps", "=3", "loop..lr=1", "loop.output_dir.deeper=1"):
+        with pytest.raises(ConfigError, match="--set"):
+            load_config(path, overrides=[bad])
+
+
 def test_print_config_shows_every_default_and_reads_back(tmp_path, capsys):
     assert cli_main(["train", "--print-config"]) == 0
     text = capsys.readouterr().out

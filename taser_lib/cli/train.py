@@ -1,4 +1,5 @@
-"""`taser train --config FILE [--output-dir DIR]`: train as a YAML config says (resuming a killed run);
+"""`taser train --config FILE [--output-dir DIR] [--set KEY=VALUE ...]`: train as a YAML config says (resuming a
+killed run; `--set` overrides single fields, e.g. `--set training.loss=kl`);
 `taser train --print-config [--kind K]`: print every field of a kind's config with its default.
 
 Multi-GPU / multi-node: `torchrun --nproc_per_node N $(which taser) train --config FILE` (DDP; batch_size is per
@@ -18,6 +19,9 @@ def register(subparsers) -> None:
                     "config and output folder, a killed run resumes from its newest checkpoint.")
     p.add_argument("--config", help="the YAML training config")
     p.add_argument("--output-dir", help="run folder (overrides loop.output_dir)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override one config field, value read as YAML (repeatable), e.g. --set loop.max_steps=50 "
+                        "--set data.train_queries=null")
     p.add_argument("--print-config", action="store_true", help="print the default config of --kind and exit")
     p.add_argument("--kind", default="retriever",
                    help="with --print-config: retriever | cross-encoder | distill (default: retriever)")
@@ -34,7 +38,7 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     if not args.config:
         raise ConfigError("give --config FILE (or --print-config to see a full default config)")
-    config = load_config(args.config, output_dir=args.output_dir)
+    config = load_config(args.config, output_dir=args.output_dir, overrides=args.overrides)
     distributed = init_distributed()  # under torchrun: join the process group (DDP); else a no-op
     main = is_main_process()
     try:

@@ -22,7 +22,7 @@ import importlib
 import pkgutil
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,7 +167,7 @@ LOOP_HELP = {
     "weight_decay": "AdamW weight decay (not on biases and LayerNorm)",
     "warmup_ratio": "fraction of the steps with linear warm-up; then linear decay to 0",
     "epochs": "passes over the training batches (fractions allowed)",
-    "max_steps": "optimiser steps; overrides epochs when set",
+    "max_steps": "optimiser steps; overrides epochs when set (0: only evaluate the starting model)",
     "batch_size": "questions per batch and device",
     "grad_accum": "micro-batches per optimiser step",
     "layerwise_lr_decay": "e.g. 0.9: each layer down gets 0.9x the layer above's LR; null = off",
@@ -239,6 +239,9 @@ def _key_lines(node: yaml.Node, prefix: str = "") -> dict[str, int]:
     return lines
 
 
+SET_BY_OVERRIDE = -1  # the line recorded for a key given by --set
+
+
 class _Builder:
     """Builds nested dataclasses from plain data, raising FormatError(file, line, key) on the first problem."""
 
@@ -246,11 +249,13 @@ class _Builder:
         self.path, self.lines = path, lines
 
     def error(self, key: str, message: str) -> FormatError:
-        line = self.lines.get(key)
-        while line is None and key:
-            key_up = key.rsplit(".", 1)[0] if "." in key else ""
-            line, key = self.lines.get(key_up), key_up
-        return FormatError(self.path, line, key or None, message)
+        line, where = self.lines.get(key), key
+        while line is None and where:
+            where = where.rsplit(".", 1)[0] if "." in where else ""
+            line = self.lines.get(where)
+        if line == SET_BY_OVERRIDE:
+            return FormatError(self.path, None, key or None, f"{message} (given by --set {where}=...)")
+        return FormatError(self.path, line, where or None, message)
 
     def dataclass_(self, cls: type, data: Any, where: str) -> Any:
         if not isinstance(data, dict):
@@ -333,8 +338,35 @@ def config_from_dict(data: dict[str, Any], path: str = "<config>", lines: dict[s
     return builder.dataclass_(kind.config_class, data, "")
 
 
-def load_config(path: str | Path, output_dir: str | None = None) -> Any:
-    """Read a YAML training config (strict: see the module docstring); `output_dir` overrides loop.output_dir."""
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str], lines: dict[str, int]) -> None:
+    """Set `dotted.key=value` overrides (each value read as YAML: `null`, `32`, `[1, 5]`) in the config's plain
+    data, in place. An overridden key loses its file line (in `lines`), so a bad value is reported as given by
+    --set."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or not all(parts):
+            raise ConfigError(f"--set expects KEY=VALUE with a dotted key (e.g. loop.max_steps=50), got {item!r}")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"--set {item!r}: the value is not YAML: {err}") from None
+        node = data
+        for i, part in enumerate(parts[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {item!r}: {'.'.join(parts[:i + 1])} is not a section")
+            node = child
+        node[parts[-1]] = value
+        key = ".".join(parts)
+        for known in [k for k in lines if k.startswith(key + ".") or k.startswith(key + "[")]:
+            del lines[known]
+        lines[key] = SET_BY_OVERRIDE
+
+
+def load_config(path: str | Path, output_dir: str | None = None, overrides: Sequence[str] = ()) -> Any:
+    """Read a YAML training config (strict: see the module docstring); `output_dir` overrides loop.output_dir and
+    `overrides` (`dotted.key=value`, see `apply_overrides`) any other field."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -346,7 +378,13 @@ def load_config(path: str | Path, output_dir: str | None = None) -> Any:
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         raise FormatError(path, mark.line + 1 if mark else None, None, f"invalid YAML: {err}") from None
-    config = config_from_dict(data if data is not None else {}, str(path), _key_lines(node) if node else {})
+    data = data if data is not None else {}
+    lines = _key_lines(node) if node else {}
+    if overrides:
+        if not isinstance(data, dict):
+            raise FormatError(path, None, None, "a training config must be a mapping")
+        apply_overrides(data, overrides, lines)
+    config = config_from_dict(data, str(path), lines)
     if output_dir is not None:
         config.loop.output_dir = str(output_dir)
     return config

@@ -70,7 +70,7 @@ class LoopConfig:
     weight_decay: float = 0.0
     warmup_ratio: float = 0.1
     epochs: float = 1.0
-    max_steps: int | None = None  # overrides epochs when set
+    max_steps: int | None = None  # overrides epochs when set; 0 only evaluates the starting model
     batch_size: int = 16  # per device; read by the trainers that build the batches
     grad_accum: int = 1
     layerwise_lr_decay: float | None = None  # e.g. 0.9: each layer gets 0.9 x the LR of the layer above
@@ -90,8 +90,8 @@ class LoopConfig:
         for name, value in positive.items():
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"loop.{name} must be a positive integer, got {value!r}")
-        if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
-            raise ConfigError(f"loop.max_steps must be a positive integer or null, got {self.max_steps!r}")
+        if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 0):
+            raise ConfigError(f"loop.max_steps must be a non-negative integer or null, got {self.max_steps!r}")
         if self.max_steps is None and not self.epochs > 0:
             raise ConfigError(f"loop.epochs must be > 0, got {self.epochs}")
         if not 0 <= self.warmup_ratio <= 1:
