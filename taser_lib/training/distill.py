@@ -17,6 +17,9 @@
   (they are taken to be as irrelevant as its least relevant candidate; M3SE and RankDistil-B only use them in
   their hinge terms, MSE and margin MSE match them to that score). Each query's loss is taken over its own
   candidates plus its extras, and the batch loss is the mean over queries.
+- Regularisers of Appendix C.10 (Table 9): embedding-layer dropout, input token dropout, an auxiliary masked-LM loss
+  on BERT-masked copies of the batch (`mlm_weight`; the student gets BERT's MLM head, `models.mlm_head`) and the
+  focal loss.
 - Evaluation: re-ranking MRR@10 / nDCG@10 of dev candidates (checkpoint selection on nDCG@10) and the same on a
   train slice, for the train and dev learning curves of Figure 4.
 """
