@@ -5,41 +5,13 @@ from __future__ import annotations
 import json
 import random
 import re
-import unicodedata
 import zipfile
 
 import pytest
-import regex
 
+from taser_lib.bench.matching import reference_has_answer  # DPR's rule written out per pair, independently
 from taser_lib.data.answers import AnswerMatcher, has_answer, tokenize
 from taser_lib.data.types import Document, Query
-
-# ---- the reference: DPR's has_answer written out per pair, re-tokenising every time (tests only) ---------------
-_REF_TOKEN = regex.compile(r"(%s)|(%s)" % (r"[\p{L}\p{N}\p{M}]+", r"[^\p{Z}\p{C}]"),
-                           flags=regex.IGNORECASE + regex.UNICODE + regex.MULTILINE)
-
-
-def _ref_words(text: str) -> list[str]:
-    return [m.group().lower() for m in _REF_TOKEN.finditer(text)]
-
-
-def reference_has_answer(answers, text: str, patterns: bool = False) -> bool:
-    text = unicodedata.normalize("NFD", text)
-    if patterns:
-        for pattern in answers:
-            compiled = re.compile(unicodedata.normalize("NFD", pattern),
-                                  flags=re.IGNORECASE + re.UNICODE + re.MULTILINE)
-            if compiled.search(text) is not None:
-                return True
-        return False
-    words = _ref_words(text)
-    for answer in answers:
-        answer_words = _ref_words(unicodedata.normalize("NFD", answer))
-        for i in range(0, len(words) - len(answer_words) + 1):
-            if answer_words == words[i:i + len(answer_words)]:
-                return True
-    return False
-
 
 # ---- tricky cases, expected values reasoned from the rule, not from the code ------------------------------------
 STRING_CASES = [
