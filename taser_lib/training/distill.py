@@ -235,8 +235,8 @@ def _token_dropout(batch: dict, rate: float, special_ids: Sequence[int]) -> dict
     return {**batch, "input_ids": ids, "attention_mask": mask}
 
 
-def _masked(batch: dict, training: DistillTraining, tokenizer) -> dict:
-    ids, labels = mlm_mask(batch["input_ids"], batch["attention_mask"], tokenizer.mask_token_id, len(tokenizer),
+def _masked(batch: dict, training: DistillTraining, tokenizer, vocab_size: int) -> dict:
+    ids, labels = mlm_mask(batch["input_ids"], batch["attention_mask"], tokenizer.mask_token_id, vocab_size,
                            tokenizer.all_special_ids, training.mlm_probability)
     return {**batch, "input_ids": ids, "labels": labels}
 
@@ -253,8 +253,9 @@ def dual_encoder_loss(training: DistillTraining, tokenizer):
         query, passage = batch["query"], batch["passage"]
         masked = {}
         if training.mlm_weight > 0 and model.training:
-            masked = {"masked_query": _masked(query, training, tokenizer),
-                      "masked_passage": _masked(passage, training, tokenizer)}
+            vocab_size = unwrap_model(model).config.vocab_size  # random replacements must be embeddable ids
+            masked = {"masked_query": _masked(query, training, tokenizer, vocab_size),
+                      "masked_passage": _masked(passage, training, tokenizer, vocab_size)}
         if training.token_dropout > 0 and model.training:
             query = _token_dropout(query, training.token_dropout, special_ids)
             passage = _token_dropout(passage, training.token_dropout, special_ids)
@@ -322,7 +323,7 @@ def train_distill(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConf
     result. `teacher_id` (e.g. the teacher cache's model hash) joins the run fingerprint."""
     check_select_metric(loop)
     tokenizer = load_tokenizer(student.name_or_path)
-    model = build_retriever(student, **({"mlm_head": True} if training.mlm_weight > 0 else {}))
+    model = build_retriever(student, mlm_head=training.mlm_weight > 0)
     if training.embedding_dropout is not None:
         set_embedding_dropout(model, training.embedding_dropout)
     encoder = DenseEncoder(model, tokenizer, max_query_length=training.max_query_length,
