@@ -30,7 +30,7 @@ import pandas as pd
 
 from .io import atomic_write_text
 from .meta import run_metadata
-from .reproduce import PROFILE_ORDER, META_NAME, load_result
+from .results import META_NAME, PROFILE_ORDER, load_result
 
 NO_RESULT = "no result yet"
 PAPERS = {"TASER": "Cheng et al., TASER (2023)", "DE": "In defense of dual-encoders for neural ranking"}
