@@ -75,50 +75,27 @@ def _check_tau(tau: float) -> None:
 
 # --- contrastive training of retrievers (TASER, DPR) -------------------------------------------------------------
 
-def in_batch_scores(q_reps: torch.Tensor, p_reps: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
-    """sim(q, p) = scale * <q, p> for every question against every passage of the batch: `[B, P]`.
-
-    Dot product as DPR and TASER; for cosine similarity the caller L2-normalises the representations and passes
-    the similarity scale (inverse temperature) as `scale`.
-    """
-    if q_reps.dim() != 2 or p_reps.dim() != 2 or q_reps.shape[1] != p_reps.shape[1]:
-        raise ValueError(f"need q_reps [B, d] and p_reps [P, d], got {tuple(q_reps.shape)} and {tuple(p_reps.shape)}")
-    return scale * (q_reps @ p_reps.T)
-
-
 def contrastive_targets(n_questions: int, group_size: int, offset: int = 0,
                         device: torch.device | str | None = None) -> torch.Tensor:
     """Column of each question's positive when passages come in groups (positive, h hard negatives) per question:
-    question i's positive is column `offset + i * group_size`."""
+    question i's positive is column `offset + i * group_size` (`offset`: where this device's passages start among
+    the passages gathered from all devices)."""
     return offset + torch.arange(n_questions, device=device) * group_size
 
 
-def contrastive_loss_from_scores(scores: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-    """L_sim of TASER Eq. 2 (DPR's loss, Karpukhin et al. 2020, Eq. 2) on a precomputed score matrix:
+def contrastive_loss(scores: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """L_sim of TASER Eq. 2 (DPR's loss, Karpukhin et al. 2020, Eq. 2) on the model's score matrix:
 
         L_sim = -log( exp(sim(q, p+)) / sum_{p' in P u {p+}} exp(sim(q, p')) )
 
-    with row b of `scores` holding sim(q_b, .) for all candidates and `targets[b]` the column of p+.
+    Row b of `scores` holds sim(q_b, .) = the model's `compute_similarity` for every candidate and `targets[b]` is
+    the column of q_b's positive. With in-batch negatives (DPR, §3.2) the candidates are all passages of the batch
+    (of every device, `training.distributed.gathered_similarity`), question i's positive and h hard negatives
+    being columns i*(1+h) .. i*(1+h)+h (`contrastive_targets`).
     The extracted text of TASER Eq. 2 lacks the log; we follow DPR, whose negative log-likelihood TASER adopts.
     """
     _check_targets(scores, targets)
     return F.cross_entropy(_f32(scores), targets, reduction=reduction)
-
-
-def contrastive_loss(q_reps: torch.Tensor, p_reps: torch.Tensor, scale: float = 1.0,
-                     reduction: str = "mean") -> torch.Tensor:
-    """L_sim of TASER Eq. 2 with in-batch negatives, as DPR (Karpukhin et al. 2020, §3.2).
-
-    `q_reps` is `[B, d]`; `p_reps` is `[B * (1 + h), d]`, question i's group being rows i*(1+h) .. i*(1+h)+h with its
-    positive first and its h hard negatives after. Every question is scored against all B*(1+h) passages, so its
-    candidate set is its positive, its hard negatives, and the other questions' positives and hard negatives.
-    """
-    n_q, n_p = q_reps.shape[0], p_reps.shape[0]
-    if n_q == 0 or n_p % n_q != 0:
-        raise ValueError(f"p_reps must hold (1 + h) passages per question: {n_p} passages for {n_q} questions")
-    scores = in_batch_scores(q_reps, p_reps, scale)
-    targets = contrastive_targets(n_q, n_p // n_q, device=scores.device)
-    return contrastive_loss_from_scores(scores, targets, reduction)
 
 
 def routing_entropy(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -11,15 +11,24 @@ Layout (see book/reproduce.md):
 
 A run executes into a staging folder beside its final place; only a run that finishes and saved at least one result
 replaces results/<profile>/<stem>/, so a failed or interrupted run never replaces a good result with a partial one.
+
+`reproduce` skips a notebook whose published result is up to date (`result_status`: same notebook, same library
+files, same parameters) unless forced; forcing also sets TASER_FORCE_RETRAIN for the kernels to the time the forced
+run started, so that the run cache (`taser_lib.training.cache`) retrains every run finished before then, once, even
+when several notebooks share it. With one job, the kernel's output (tqdm bars included) streams to the terminal.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import json
+import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -32,20 +41,23 @@ import pandas as pd
 import yaml
 
 from .errors import ConfigError, FormatError, TaserError
-from .io import atomic_path, atomic_write_json
-from .meta import git_revision, run_metadata
-from .results import EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, read_meta, save_result  # noqa: F401 (re-exported)
+from .io import atomic_path, atomic_write_json, atomic_write_text
+from .meta import git_revision, machine_description, run_metadata
+from .results import (  # noqa: F401 (load_result, save_result re-exported)
+    EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result, stale_reason,
+)
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 # Every profile must set these (after `extends`): the knobs every notebook may rely on.
 REQUIRED_KEYS = (
-    "description", "model", "pooling", "device", "seed", "offline", "max_query_length", "max_passage_length",
-    "batch_size", "eval_batch_size", "epochs", "learning_rate", "n_train", "n_queries", "n_docs", "top_k",
-    "cell_timeout_s",
+    "description", "model", "pooling", "device", "seed", "seeds", "bf16", "offline", "max_query_length",
+    "max_passage_length", "batch_size", "eval_batch_size", "epochs", "learning_rate", "n_train", "n_queries",
+    "n_docs", "top_k", "cell_timeout_s",
 )
 RUNNER_PARAMETERS = ("profile", "results_dir")  # set by the runner only
 _NOT_PARAMETERS = ("description", "extends", "notebooks", "cell_timeout_s")  # profile keys never injected
 KERNEL = "python3"
+FORCE_ENV = "TASER_FORCE_RETRAIN"  # a forced run's start time (Unix): the run cache retrains runs finished before
 
 
 # ----------------------------------------------------------------------------------------------- profiles
@@ -104,6 +116,7 @@ def load_profiles(extra: str | os.PathLike | None = None) -> dict[str, dict[str,
         if name in resolved:
             return resolved[name]
         body = dict(raw[name])
+        own = set(body)
         parent = body.pop("extends", None)
         if parent is not None:
             if parent not in raw:
@@ -117,6 +130,11 @@ def load_profiles(extra: str | os.PathLike | None = None) -> dict[str, dict[str,
             for stem, over in (body.pop("notebooks", None) or {}).items():
                 notebooks.setdefault(stem, {}).update(over)
             body = {**base, **body, "notebooks": notebooks}
+        # `seed` and `seeds` follow each other unless the profile sets both
+        if "seed" in own and "seeds" not in own and body["seed"] is not None:
+            body["seeds"] = [body["seed"]]
+        elif "seeds" in own and "seed" not in own and isinstance(body["seeds"], list) and body["seeds"]:
+            body["seed"] = body["seeds"][0]
         resolved[name] = _validate(name, body, sources[name], lines.get(f"profiles.{name}"))
         return resolved[name]
 
@@ -129,6 +147,10 @@ def _validate(name: str, body: dict[str, Any], path: Path, line: int | None) -> 
     missing = [k for k in REQUIRED_KEYS if k not in body]
     if missing:
         raise FormatError(path, line, f"profiles.{name}", f"missing required key(s): {', '.join(missing)}")
+    seeds = body["seeds"]
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                           for x in seeds):
+        raise FormatError(path, line, f"profiles.{name}.seeds", f"must be a non-empty list of integers, got {seeds!r}")
     notebooks = body.get("notebooks") or {}
     if not isinstance(notebooks, dict) or not all(isinstance(v, dict) for v in notebooks.values()):
         raise FormatError(path, line, f"profiles.{name}.notebooks", "must map notebook stems to mappings")
@@ -165,19 +187,135 @@ def profile_parameters(profile: str, notebook: str, overrides: Mapping[str, Any]
 @dataclass(frozen=True)
 class NotebookRun:
     notebook: str
-    status: str          # "ok" or "failed"
+    status: str          # "ok", "failed" or "skipped" (its published result is up to date)
     minutes: float
     note: str = ""       # where the results went, or why it failed
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _declared_parameters(path: Path) -> set[str]:
     import papermill
 
     return set(papermill.inspect_notebook(str(path)))
+
+
+def notebook_parameters(path: str | os.PathLike, profile: str, overrides: Mapping[str, Any] | None = None,
+                        profiles: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """What the runner injects into notebook `path` at `profile` (all but `results_dir`): the parameters it declares.
+
+    Raises ConfigError when the notebook cannot be parameterised (no `profile`/`results_dir` in its parameters cell,
+    or a per-notebook override it does not declare)."""
+    path = Path(path)
+    profiles = profiles if profiles is not None else load_profiles()
+    params = profile_parameters(profile, path.stem, overrides, profiles)
+    declared = _declared_parameters(path)
+    lacking = [p for p in RUNNER_PARAMETERS if p not in declared]
+    if lacking:
+        raise ConfigError(f"{path}: its cell tagged 'parameters' must declare {', '.join(lacking)}")
+    undeclared = sorted(set(profiles[profile]["notebooks"].get(path.stem, {})) - declared)
+    if undeclared:
+        raise ConfigError(f"profile '{profile}' overrides {', '.join(undeclared)} for notebook '{path.stem}', "
+                          f"which its parameters cell does not declare")
+    return {k: v for k, v in params.items() if k in declared}
+
+
+def result_status(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,
+                  overrides: Mapping[str, Any] | None = None,
+                  profiles: Mapping[str, Mapping[str, Any]] | None = None) -> str | None:
+    """Why notebook `path` must run at `profile`: None when its published result is up to date (same notebook, same
+    library files, same parameters), else a short reason. The repository root is the notebook folder's parent."""
+    path = Path(path).resolve()
+    folder = Path(results_root) / profile / path.stem
+    try:
+        meta = read_meta(folder)
+    except FormatError as err:
+        return f"unreadable meta.json ({err})"
+    if meta is None:
+        return "no result yet"
+    reason = stale_reason(folder, path.parent.parent)
+    if reason:
+        return reason
+    wanted = json.loads(json.dumps(notebook_parameters(path, profile, overrides, profiles), default=str))
+    recorded = meta.get("parameters") or {}
+    changed = sorted(k for k in set(wanted) | set(recorded) if wanted.get(k) != recorded.get(k))
+    if changed:
+        return f"parameters changed since the result was made: {', '.join(changed)}"
+    return None
+
+
+_FORCE = {"users": 0, "saved": None}
+_FORCE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _force_retrain(on: bool):
+    """TASER_FORCE_RETRAIN=<now> in this process's environment, which the kernels started meanwhile inherit; nested
+    and parallel users share the first one's time (as `training.cache.force_retrain_env()` writes it)."""
+    if not on:
+        yield
+        return
+    with _FORCE_LOCK:
+        if _FORCE["users"] == 0:
+            _FORCE["saved"] = os.environ.get(FORCE_ENV)
+            os.environ[FORCE_ENV] = f"{time.time():.6f}"
+        _FORCE["users"] += 1
+    try:
+        yield
+    finally:
+        with _FORCE_LOCK:
+            _FORCE["users"] -= 1
+            if _FORCE["users"] == 0:
+                if _FORCE["saved"] is None:
+                    os.environ.pop(FORCE_ENV, None)
+                else:
+                    os.environ[FORCE_ENV] = _FORCE["saved"]
+
+
+class _Echo:
+    """File-like: papermill writes the kernel's stream output here as it arrives; it goes on to the terminal (looked
+    up at each write, so captured streams work)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def write(self, text: str) -> int:
+        stream = getattr(sys, self.name)
+        stream.write(text)
+        stream.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        getattr(sys, self.name).flush()
+
+
+class _CellHeaders(logging.Handler):
+    """Turns papermill's 'Executing Cell N' log lines into one line per cell; drops its other log lines (the stream
+    output, which `_Echo` already shows raw)."""
+
+    def __init__(self, stem: str, total: int):
+        super().__init__(logging.INFO)
+        self.stem, self.total = stem, total
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = re.match(r"Executing Cell (\d+)", record.getMessage())
+        if match:
+            sys.stdout.write(f"[{self.stem}] cell {match[1]}/{self.total}\n")
+            sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def _streaming(stem: str, total: int):
+    logger = logging.getLogger("papermill")
+    handler = _CellHeaders(stem, total)
+    saved = logger.level, logger.propagate
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        yield {"log_output": True, "stdout_file": _Echo("stdout"), "stderr_file": _Echo("stderr")}
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
 
 
 def _publish(staging: Path, final: Path) -> None:
@@ -205,7 +343,11 @@ def _point_at(executed: Path, staged: str, final: str) -> None:
     for cell in nb.cells:
         if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             cell.source = cell.source.replace(old, new)
-    nb.metadata.get("papermill", {}).get("parameters", {})["results_dir"] = final
+    papermill_meta = nb.metadata.get("papermill", {})
+    papermill_meta.get("parameters", {})["results_dir"] = final
+    # paths as seen from the notebook's folder, like `results_dir`: a committed copy names no machine's folders
+    papermill_meta["input_path"] = Path(papermill_meta.get("input_path", "")).name
+    papermill_meta["output_path"] = f"{final}/{EXECUTED_NAME}"
     with atomic_path(executed) as tmp:
         nbformat.write(nb, str(tmp))
 
@@ -220,27 +362,21 @@ def _remove_if_empty(folder: Path) -> None:
 def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,
                  overrides: Mapping[str, Any] | None = None,
                  profiles: Mapping[str, Mapping[str, Any]] | None = None,
-                 progress: bool = True) -> NotebookRun:
+                 progress: bool = True, force: bool = False) -> NotebookRun:
     """Execute one notebook with papermill at `profile`; publish its results only if it succeeds.
 
-    Raises ConfigError when the notebook cannot be parameterised (no `profile`/`results_dir` in its parameters
-    cell, or a per-notebook override it does not declare); an execution error is returned as a failed run.
+    `progress` streams the kernel's output (tqdm bars included) and one line per cell to the terminal. `force` sets
+    TASER_FORCE_RETRAIN for the kernel (see `_force_retrain`). Raises ConfigError when the notebook cannot be
+    parameterised (see `notebook_parameters`); an execution error is returned as a failed run.
     """
     import papermill
 
     path = Path(path).resolve()
     stem = path.stem
     profiles = profiles if profiles is not None else load_profiles()
-    params = profile_parameters(profile, stem, overrides, profiles)
-    declared = _declared_parameters(path)
-    lacking = [p for p in RUNNER_PARAMETERS if p not in declared]
-    if lacking:
-        raise ConfigError(f"{path}: its cell tagged 'parameters' must declare {', '.join(lacking)}")
-    undeclared = sorted(set(profiles[profile]["notebooks"].get(stem, {})) - declared)
-    if undeclared:
-        raise ConfigError(f"profile '{profile}' overrides {', '.join(undeclared)} for notebook '{stem}', "
-                          f"which its parameters cell does not declare")
-    params = {k: v for k, v in params.items() if k in declared}
+    params = notebook_parameters(path, profile, overrides, profiles)
+    source = {"path": f"{path.parent.name}/{path.name}", "sha256": notebook_sha256(path),
+              "git_revision": git_revision(path.parent)}  # taken before the run: the version that ran
 
     profile_dir = Path(results_root).resolve() / profile
     staging = profile_dir / ".staging" / f"{stem}-{uuid.uuid4().hex[:8]}"
@@ -251,9 +387,12 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     started = time.time()
     start_utc = run_metadata()["time_utc"]
     error: str | None = None
+    total_cells = len(json.loads(path.read_text(encoding="utf-8")).get("cells", [])) + 1  # + injected parameters
     try:
-        papermill.execute_notebook(str(path), str(executed), parameters=params, kernel_name=KERNEL,
-                                   cwd=str(path.parent), progress_bar=progress, execution_timeout=cell_timeout)
+        with _force_retrain(force), (_streaming(stem, total_cells) if progress else contextlib.nullcontext({})) as out:
+            papermill.execute_notebook(str(path), str(executed), parameters=params, kernel_name=KERNEL,
+                                       cwd=str(path.parent), progress_bar=False, execution_timeout=cell_timeout,
+                                       **out)
         meta = read_meta(staging)
         if meta is None or not meta.get("tables"):
             error = "saved no result (a notebook must call taser_lib.reproduce.save_result)"
@@ -278,11 +417,14 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     meta = read_meta(staging) or {}
     meta.update(run_metadata())
     meta.update({
-        "notebook": stem, "profile": profile, "status": "ok", "results_dir": str(final),
+        "notebook": stem, "profile": profile, "status": "ok",
+        "results_dir": os.path.relpath(final, path.parent.parent),  # from the repository root: no machine's path
         "parameters": {k: v for k, v in params.items() if k != "results_dir"},  # the staging path is not one
-        "start_time_utc": start_utc, "wall_seconds": round(wall, 3),
-        "notebook_source": {"path": str(path), "sha256": _sha256(path), "git_revision": git_revision(path.parent)},
+        "start_time_utc": start_utc, "wall_seconds": round(wall, 3), "forced": force,
+        "notebook_source": {**meta.get("notebook_source", {}), **source},
     })
+    meta.setdefault("library_version", sys.modules[__package__].__version__)
+    meta.setdefault("hardware", machine_description())  # the kernel's record, when it saved one, names the GPU too
     atomic_write_json(staging / META_NAME, meta)
     _point_at(executed, params["results_dir"], os.path.relpath(final, path.parent))
     _publish(staging, final)
@@ -313,10 +455,12 @@ def summary_table(runs: list[NotebookRun]) -> pd.DataFrame:
 
 def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, root: str | os.PathLike = ".",
               results_root: str | os.PathLike | None = None, profiles_file: str | os.PathLike | None = None,
-              book: bool = True, out_dir: str | os.PathLike | None = None) -> int:
+              book: bool = True, out_dir: str | os.PathLike | None = None, force: bool = False) -> int:
     """Run every notebook (or `only` those) at `profile`, print a summary, then build the book.
 
-    Keeps going past a failed notebook. Returns 0 when every notebook (and the book) succeeded, 1 otherwise.
+    A notebook whose published result is up to date (`result_status`) is skipped unless `force`; `force` also sets
+    TASER_FORCE_RETRAIN for the kernels, one time for all of them. Keeps going past a failed notebook. Returns 0 when
+    every notebook (and the book) succeeded, 1 otherwise.
     """
     root = Path(root).resolve()
     results_root = Path(results_root) if results_root is not None else root / "results"
@@ -335,25 +479,33 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
 
     def one(i_path: tuple[int, Path]) -> NotebookRun:
         i, path = i_path
-        print(f"[{i}/{len(notebooks)}] {path.stem} at profile '{profile}'\n", end="", flush=True)  # one write
         started = time.time()
         try:
-            return run_notebook(path, profile, results_root, profiles=profiles, progress=jobs == 1)
+            reason = "--force" if force else result_status(path, profile, results_root, profiles=profiles)
+            if reason is None:
+                print(f"[{i}/{len(notebooks)}] {path.stem} at profile '{profile}': up to date, skipped\n", end="",
+                      flush=True)
+                return NotebookRun(path.stem, "skipped", 0.0, "up to date")
+            print(f"[{i}/{len(notebooks)}] {path.stem} at profile '{profile}' ({reason})\n", end="", flush=True)
+            return run_notebook(path, profile, results_root, profiles=profiles, progress=jobs == 1, force=force)
         except Exception as err:  # a bad notebook file or configuration fails this notebook, not the others
             return NotebookRun(path.stem, "failed", (time.time() - started) / 60, f"{type(err).__name__}: {err}")
 
     work = list(enumerate(notebooks, 1))
-    if jobs == 1:
-        runs = [one(item) for item in work]
-    else:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:  # each notebook runs in its own kernel process
-            runs = list(pool.map(one, work))
+    with _force_retrain(force):  # one retrain time for every notebook of this run
+        if jobs == 1:
+            runs = [one(item) for item in work]
+        else:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:  # each notebook runs in its own kernel process
+                runs = list(pool.map(one, work))
 
-    failed = [r for r in runs if r.status != "ok"]
+    failed = [r for r in runs if r.status == "failed"]
+    skipped = [r for r in runs if r.status == "skipped"]
     if runs:
         print()
         print(summary_table(runs).to_string(index=False))
-        print(f"\n{len(runs) - len(failed)} ok, {len(failed)} failed; results in {results_root / profile}")
+        print(f"\n{len(runs) - len(failed) - len(skipped)} ok, {len(skipped)} up to date (skipped), {len(failed)} "
+              f"failed; results in {results_root / profile}")
     status = 1 if failed else 0
     if book:
         try:
@@ -382,6 +534,158 @@ def executed_notebook(results_root: str | os.PathLike, stem: str, prefer: str | 
     return None
 
 
+_PROGRESS_LINE = re.compile(r"\d+%\|.*\||\[\d+:\d+(:\d+)?<|\d+(\.\d+)?(it|s)/(s|it)\]")
+_HIDDEN_TAGS = ("hide-input", "hide-output", "hide-cell", "remove-input", "remove-output", "remove-cell")
+
+
+def _clean_text(text: str) -> str:
+    """What a terminal would show of `text` (each line's last carriage-return segment), without progress bars."""
+    lines = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+    return "\n".join(line for line in lines if not _PROGRESS_LINE.search(line))
+
+
+def _clean_outputs(outputs: list) -> list:
+    """A cell's outputs as the book shows them: no stderr (warnings, progress bars, logging), no widgets, and no
+    progress-bar debris in stdout."""
+    kept = []
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            if out.get("name") != "stdout":
+                continue
+            text = _clean_text("".join(out["text"]) if isinstance(out["text"], list) else out["text"])
+            if not text.strip():
+                continue
+            out["text"] = text
+        elif out.get("output_type") in ("display_data", "execute_result"):
+            data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data and len(data) <= 2:  # a widget, or it and its text
+                continue
+        kept.append(out)
+    return kept
+
+
+def _admonition(kind: str, title: str, body: str) -> str:
+    return f"```{{admonition}} {title}\n:class: {kind}\n{body}\n```"
+
+
+def _provenance_line(meta: Mapping[str, Any]) -> str:
+    """One line under the title: which run made the page's numbers."""
+    hardware = (meta.get("hardware") or {}).get("summary") or meta.get("machine") or "an unrecorded machine"
+    minutes = meta.get("wall_seconds")
+    when = str(meta.get("start_time_utc") or meta.get("time_utc") or "")[:10]
+    revision = str(meta.get("git_revision") or "")
+    revision = revision.split("+")[0][:12] + ("+dirty" if revision.endswith("+dirty") else "")
+    parts = [f"profile `{meta.get('profile')}`", when,
+             f"{minutes / 60:.1f} min on {hardware}" if isinstance(minutes, (int, float)) else f"on {hardware}"]
+    if revision:
+        parts.append(f"revision `{revision}`")
+    runs = " (see [Run times](../book/runs.md))"
+    return "*Computed by `taser reproduce`: " + ", ".join(p for p in parts if p) + runs + ".*"
+
+
+def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None, dest: str | os.PathLike, *,
+                  stale: str | None = None, meta: Mapping[str, Any] | None = None) -> None:
+    """Write the notebook page the book shows: the executed copy (else the source, with a note that it has not run),
+    with the source's current cell tags (so `hide-input` set-up cells collapse), without stderr, warnings and
+    progress bars, and, under its title, which run made it and, when `stale`, a warning saying why."""
+    import nbformat
+
+    source_nb = nbformat.read(str(source), as_version=4)
+    nb = nbformat.read(str(executed), as_version=4) if executed is not None else source_nb
+    tags_by_source = {}
+    for cell in source_nb.cells:
+        tags_by_source.setdefault(cell.source, cell.metadata.get("tags", []))
+    for cell in nb.cells:
+        tags = list(cell.metadata.get("tags", []))
+        wanted = tags_by_source.get(cell.source, [])
+        tags = [t for t in tags if t not in _HIDDEN_TAGS or t in wanted] + [t for t in wanted if t not in tags]
+        if "injected-parameters" in tags and "hide-input" not in tags:
+            tags.append("hide-input")
+        if tags:
+            cell.metadata["tags"] = tags
+        if cell.cell_type == "code":
+            cell.outputs = _clean_outputs(cell.get("outputs", []))
+
+    notes = []
+    if executed is None:
+        notes.append(_admonition("note", "Not run yet",
+                                 "No profile has run this notebook yet, so it shows no results: run "
+                                 f"`taser reproduce --profile cpu --only {Path(source).stem}`."))
+    else:
+        if meta:
+            notes.append(_provenance_line(meta))
+        if stale:
+            profile = (meta or {}).get("profile", "cpu")
+            notes.append(_admonition("warning", "Stale result",
+                                     f"The results on this page are out of date: {stale}. Run "
+                                     f"`taser reproduce --profile {profile} --only {Path(source).stem}` "
+                                     "to bring them up to date."))
+    if notes:
+        first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+        text = "\n\n".join(notes)
+        if first is not None and first.source.startswith("# "):
+            title, _, rest = first.source.partition("\n")
+            first.source = f"{title}\n\n{text}\n\n{rest.lstrip()}"
+        else:
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(text))
+    with atomic_path(Path(dest)) as tmp:
+        nbformat.write(nb, str(tmp))
+
+
+def _result_profiles(results_root: Path) -> list[str]:
+    """Profile folders under results_root, in PROFILE_ORDER and then by name (bench folders are not profiles)."""
+    found = [p.name for p in results_root.iterdir() if p.is_dir() and not p.name.startswith((".", "_", "bench"))] \
+        if results_root.is_dir() else []
+    return [p for p in PROFILE_ORDER if p in found] + sorted(p for p in found if p not in PROFILE_ORDER)
+
+
+def run_times(root: str | os.PathLike, results_root: str | os.PathLike) -> pd.DataFrame:
+    """One row per notebook and profile with a published result: wall minutes, date, machine, and whether it is up
+    to date with the checkout at `root`."""
+    root, results_root = Path(root), Path(results_root)
+    rows = []
+    for source in find_notebooks(root):
+        for profile in _result_profiles(results_root):
+            folder = results_root / profile / source.stem
+            try:
+                meta = read_meta(folder)
+            except FormatError:
+                meta = None
+            if meta is None:
+                continue
+            wall = meta.get("wall_seconds")
+            rows.append({
+                "notebook": source.stem, "profile": profile,
+                "minutes": round(wall / 60, 1) if isinstance(wall, (int, float)) else None,
+                "date": str(meta.get("start_time_utc") or meta.get("time_utc") or "")[:10],
+                "machine": (meta.get("hardware") or {}).get("summary") or meta.get("machine") or "",
+                "up to date": "yes" if (reason := stale_reason(folder, root)) is None else f"no: {reason}",
+            })
+    return pd.DataFrame(rows, columns=["notebook", "profile", "minutes", "date", "machine", "up to date"])
+
+
+def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, out_md: str | os.PathLike) -> None:
+    """The book's page of run times (book/runs.md in the assembled sources)."""
+    table = run_times(root, results_root)
+    lines = ["# Run times", "",
+             "How long each notebook took at each profile that has published results, when, and on which machine "
+             "(the wall time of the whole notebook, from the `meta.json` beside its results). A result that is not "
+             "up to date was made from an older version of its notebook or of a library file it uses; its page says "
+             "so too.", ""]
+    if table.empty:
+        lines.append("No notebook has published results yet: run `taser reproduce --profile cpu`.")
+    else:
+        lines += ["| notebook | profile | minutes | date | machine | up to date |",
+                  "| --- | --- | ---: | --- | --- | --- |"]
+        for row in table.itertuples(index=False):
+            cells = [f"[{row.notebook}](../notebooks/{row.notebook}.ipynb)", f"`{row.profile}`",
+                     "" if row.minutes is None else f"{row.minutes:.1f}", row.date, row.machine, row[5]]
+            lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+        totals = table.groupby("profile", sort=False)["minutes"].sum()
+        lines += ["", "In all: " + "; ".join(f"`{p}` {m:g} minutes" for p, m in totals.items()) + "."]
+    atomic_write_text(Path(out_md), "\n".join(lines) + "\n")
+
+
 def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | None = None, *,
                out_dir: str | os.PathLike | None = None, prefer: str | None = None) -> Path:
     """Assemble the book's sources with the executed notebooks and the scorecard, and build it with Jupyter Book
@@ -406,9 +710,13 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
         shutil.copytree(root / "notebooks", src / "notebooks", ignore=ignore)
         for source in find_notebooks(root):
             executed = executed_notebook(results_root, source.stem, prefer)
+            stale = meta = None
             if executed is not None:
-                shutil.copy2(executed, src / "notebooks" / source.name)
-    write_scorecard_page(results_root, src / "book" / "scorecard.md")
+                meta = read_meta(executed.parent)
+                stale = stale_reason(executed.parent, root)
+            book_notebook(source, executed, src / "notebooks" / source.name, stale=stale, meta=meta)
+    write_runs_page(root, results_root, src / "book" / "runs.md")
+    write_scorecard_page(results_root, src / "book" / "scorecard.md", root=root)
 
     log = out_dir / "_build" / "book.log"
     cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",

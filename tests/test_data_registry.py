@@ -87,7 +87,9 @@ def test_prepare_round_trip(shared_data, tmp_path):
 
 
 def test_prepare_squad_open(shared_data, tmp_path):
-    summary = registry.prepare("squad-open", data_dir=tmp_path, mirror=shared_data)
+    with pytest.raises(TaserError, match="retrieval layer"):  # no silent build without the BM25 negatives
+        registry.prepare("squad-open", data_dir=tmp_path, mirror=shared_data)
+    summary = registry.prepare("squad-open", data_dir=tmp_path, mirror=shared_data, negatives=registry.no_negatives)
     assert sum(summary["counts"]["questions"].values()) == 10570  # SOURCE.md: every dev question, once
     test = registry.load_dataset("squad-open", "test", data_dir=tmp_path)
     assert len(test.queries) == summary["counts"]["questions"]["test"]

@@ -1,5 +1,6 @@
-"""Cross-device in-batch negatives: 2 gloo processes under DDP give the loss and gradients of 1 process on the
-concatenated batch (each rank: mean over its questions; DDP averages gradients over ranks)."""
+"""Cross-device in-batch negatives wrap the model's scoring: 2 gloo processes under DDP give the loss and gradients of
+1 process on the concatenated batch (each rank: mean over its questions; DDP averages gradients over ranks), for
+pooled vectors (dot product) and for ColBERT's token vectors of different lengths per rank (MaxSim)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,51 @@ import os
 import socket
 import time
 
+import pytest
 import torch
 import torch.multiprocessing as mp
 
-from taser_lib.losses import contrastive_loss
+from taser_lib.losses import contrastive_loss, contrastive_targets
+from taser_lib.models import TokenReps, maxsim
 from taser_lib.training import distributed as D
 
 WORLD, B_LOCAL, GROUP, DIM_IN, DIM_OUT = 2, 3, 3, 5, 4  # 3 questions per rank, positive + 2 hard negatives each
+TOKENS = {0: 4, 1: 6}  # ColBERT: each rank's passages are padded to its own longest (4 and 6 tokens)
+
+
+class Dot:
+    """A dense retriever's compute_similarity (s = 2)."""
+
+    def compute_similarity(self, q, p):
+        return 2.0 * q @ p.T
+
+
+class MaxSim:
+    """ColBERT's compute_similarity."""
+
+    def compute_similarity(self, q, p):
+        return maxsim(q.vectors, q.mask, p.vectors, p.mask)
+
+
+def token_batch():
+    """Question tokens [6, 3, DIM_IN], passage tokens [18, 6, DIM_IN] with masks; rank r's passages use only the
+    first TOKENS[r] positions (its own padding)."""
+    g = torch.Generator().manual_seed(12)
+    q = torch.randn(WORLD * B_LOCAL, 3, DIM_IN, generator=g)
+    p = torch.randn(WORLD * B_LOCAL * GROUP, max(TOKENS.values()), DIM_IN, generator=g)
+    q_mask = torch.ones(WORLD * B_LOCAL, 3, dtype=torch.long)
+    q_mask[0, 2] = 0
+    p_mask = torch.zeros(p.shape[:2], dtype=torch.long)
+    n = B_LOCAL * GROUP
+    for r, length in TOKENS.items():
+        for i in range(r * n, (r + 1) * n):
+            p_mask[i, :1 + int(torch.randint(length, (1,), generator=g))] = 1
+        p_mask[r * n, :length] = 1  # some passage fills the rank's width
+    return q, q_mask, p, p_mask
+
+
+def token_encode(linear, x, mask):
+    return TokenReps(torch.nn.functional.normalize(linear(x), dim=-1), mask)
 
 
 def global_batch():
@@ -43,11 +82,27 @@ def worker(rank: int, port: int, out_dir: str) -> None:
         q_all, p_all = global_batch()
         q = q_all[rank * B_LOCAL:(rank + 1) * B_LOCAL]
         p = p_all[rank * B_LOCAL * GROUP:(rank + 1) * B_LOCAL * GROUP]
-        loss = D.cross_device_contrastive_loss(model(q), model(p), scale=2.0)
+        scores, targets = D.gathered_similarity(Dot(), model(q), model(p))
+        assert scores.shape == (B_LOCAL, WORLD * B_LOCAL * GROUP)
+        assert targets.tolist() == [rank * B_LOCAL * GROUP + i * GROUP for i in range(B_LOCAL)]
+        loss = contrastive_loss(scores, targets)
         loss.backward()
         gathered = D.all_gather_objects(rank)
+        # ColBERT: token vectors padded per rank, gathered with their masks, scored by MaxSim
+        colbert = torch.nn.parallel.DistributedDataParallel(encoder())
+        tq, tq_mask, tp, tp_mask = token_batch()
+        n, width = B_LOCAL * GROUP, TOKENS[rank]
+        mine = slice(rank * B_LOCAL, (rank + 1) * B_LOCAL)
+        local_q = token_encode(colbert, tq[mine], tq_mask[mine])
+        local_p = token_encode(colbert, tp[rank * n:(rank + 1) * n, :width], tp_mask[rank * n:(rank + 1) * n, :width])
+        all_p = D.gather_reps(local_p)
+        assert all_p.vectors.shape == (WORLD * n, max(TOKENS.values()), DIM_OUT)
+        token_loss = contrastive_loss(*D.gathered_similarity(MaxSim(), local_q, local_p))
+        token_loss.backward()
         torch.save({"loss": D.all_reduce_mean(loss), "local_loss": loss.detach(), "gathered": gathered,
-                    "grads": {k: v.grad for k, v in model.module.named_parameters()}},
+                    "grads": {k: v.grad for k, v in model.module.named_parameters()},
+                    "token_loss": D.all_reduce_mean(token_loss),
+                    "token_grads": {k: v.grad for k, v in colbert.module.named_parameters()}},
                    os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
         D.destroy_distributed()
@@ -68,15 +123,24 @@ def test_two_gloo_processes_match_one_process_on_the_concatenated_batch(tmp_path
 
     model = encoder()
     q_all, p_all = global_batch()
-    loss = contrastive_loss(model(q_all), model(p_all), scale=2.0)
+    loss = contrastive_loss(2.0 * model(q_all) @ model(p_all).T, contrastive_targets(WORLD * B_LOCAL, GROUP))
     loss.backward()
+    colbert = encoder()
+    tq, tq_mask, tp, tp_mask = token_batch()
+    q_reps, p_reps = token_encode(colbert, tq, tq_mask), token_encode(colbert, tp, tp_mask)
+    token_loss = contrastive_loss(MaxSim().compute_similarity(q_reps, p_reps),
+                                  contrastive_targets(WORLD * B_LOCAL, GROUP))
+    token_loss.backward()
 
     assert results[0]["gathered"] == [0, 1]
     assert results[0]["local_loss"].item() != results[1]["local_loss"].item()  # the ranks saw different questions
     for res in results:
         assert torch.allclose(res["loss"], loss.detach(), atol=1e-6)
+        assert torch.allclose(res["token_loss"], token_loss.detach(), atol=1e-6)
         for name, param in model.named_parameters():
             assert torch.allclose(res["grads"][name], param.grad, atol=1e-6), name
+        for name, param in colbert.named_parameters():
+            assert torch.allclose(res["token_grads"][name], param.grad, atol=1e-6), name
 
 
 def test_single_process_fallbacks():
@@ -88,6 +152,14 @@ def test_single_process_fallbacks():
     assert D.all_gather_objects("x") == ["x"]
     g = torch.Generator().manual_seed(1)
     q, p = torch.randn(2, 4, generator=g), torch.randn(6, 4, generator=g)
-    assert torch.allclose(D.cross_device_contrastive_loss(q, p), contrastive_loss(q, p))
-    _, all_p, targets = D.gather_in_batch(q, p)
-    assert all_p is p and targets.tolist() == [0, 3]
+    assert D.gather_reps(p) is p
+    scores, targets = D.gathered_similarity(Dot(), q, p)
+    torch.testing.assert_close(scores, 2.0 * q @ p.T)
+    assert targets.tolist() == [0, 3]
+    # world size 1: the wrapped loss is the single-process loss, by hand
+    by_hand = -(torch.log_softmax(2.0 * q @ p.T, 1)[[0, 1], [0, 3]]).mean()
+    torch.testing.assert_close(contrastive_loss(scores, targets), by_hand)
+    tokens = TokenReps(torch.randn(6, 5, 4, generator=g), torch.ones(6, 5, dtype=torch.long))
+    assert D.gather_reps(tokens) is tokens
+    with pytest.raises(ValueError, match="per question"):
+        D.gathered_similarity(Dot(), q, p[:5])

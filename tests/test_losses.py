@@ -32,22 +32,22 @@ def test_contrastive_loss_equals_cross_entropy_on_explicit_matrix():
     p = torch.randn(4, 3, generator=g, dtype=torch.float64)  # 2 questions x (positive, 1 hard negative)
     matrix = torch.tensor([[float(sum(q[i, k] * p[j, k] for k in range(3))) for j in range(4)] for i in range(2)],
                           dtype=torch.float64)
-    expected = F.cross_entropy(matrix, torch.tensor([0, 2]))
-    assert torch.allclose(L.contrastive_loss(q, p), expected)
+    targets = L.contrastive_targets(2, 2)
+    assert targets.tolist() == [0, 2]
+    assert torch.allclose(L.contrastive_loss(matrix, targets), F.cross_entropy(matrix, targets))
     # and by hand: question 0's positive is column 0, question 1's is column 2
     by_hand = -(log_softmax_list(matrix[0].tolist())[0] + log_softmax_list(matrix[1].tolist())[2]) / 2
-    assert L.contrastive_loss(q, p).item() == pytest.approx(by_hand, rel=1e-12)
-    # a similarity scale multiplies every score
-    assert L.contrastive_loss(q, p, scale=3.0).item() == pytest.approx(
-        F.cross_entropy(3.0 * matrix, torch.tensor([0, 2])).item(), rel=1e-12)
+    assert L.contrastive_loss(matrix, targets).item() == pytest.approx(by_hand, rel=1e-12)
+    per_question = L.contrastive_loss(matrix, targets, reduction="none")
+    assert per_question.shape == (2,) and per_question.mean().item() == pytest.approx(by_hand, rel=1e-12)
 
 
 def test_contrastive_targets_and_shape_check():
     assert L.contrastive_targets(3, 4, offset=12).tolist() == [12, 16, 20]
-    with pytest.raises(ValueError, match="per question"):
-        L.contrastive_loss(torch.zeros(2, 3), torch.zeros(5, 3))
     with pytest.raises(ValueError, match="targets"):
-        L.contrastive_loss_from_scores(torch.zeros(2, 3), torch.tensor([0, 3]))
+        L.contrastive_loss(torch.zeros(2, 3), torch.tensor([0, 3]))
+    with pytest.raises(ValueError, match=r"\[batch, K\]"):
+        L.contrastive_loss(torch.zeros(6), torch.tensor([0, 3]))
 
 
 def test_routing_entropy_and_joint_loss():
@@ -211,7 +211,7 @@ TRANSLATION_INVARIANT = {
     "kl_distill": lambda s, t, p: L.kl_distill(s, t),
     "softmax_ce": lambda s, t, p: L.softmax_ce(s, torch.zeros(len(s), dtype=torch.long), alpha=0.1),
     "focal_loss": lambda s, t, p: L.focal_loss(s, torch.zeros(len(s), dtype=torch.long)),
-    "contrastive": lambda s, t, p: L.contrastive_loss_from_scores(s, torch.zeros(len(s), dtype=torch.long)),
+    "contrastive": lambda s, t, p: L.contrastive_loss(s, torch.zeros(len(s), dtype=torch.long)),
 }
 NOT_INVARIANT = {
     "mse": lambda s, t, p: L.mse(s, t),

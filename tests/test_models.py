@@ -13,7 +13,7 @@ from transformers import BertConfig, BertModel
 
 from taser_lib.errors import ConfigError, OfflineError, TaserError
 from taser_lib.models import (
-    ColbertScorer, CrossEncoderModel, DPRModel, TaserConfig, TaserModel, build_model, from_microsoft_naming,
+    CrossEncoderModel, DPRModel, TaserConfig, TaserModel, build_model, from_microsoft_naming,
     load_encoder, load_microsoft_taser, load_model, maxsim, parameter_table, resolve_checkpoint,
     to_microsoft_naming,
 )
@@ -137,7 +137,7 @@ def test_gumbel_router_gets_gradient_from_task_loss(tiny_bert_dir, routing):
     b = batch()
     out = model(query=b, passage=batch(seed=2))
     loss = model.compute_similarity(out.q_reps, out.p_reps).diagonal().sum()  # a task loss, no entropy term
-    assert float(out.aux_loss.detach()) == 0.0
+    assert model.entropy_weight == 0.0 and float(out.entropy.detach()) > 0.0  # L_ent is there, weighted by 0
     loss.backward()
     grads = [layer.router.weight.grad for layer in model.taser_layers]
     assert all(g is not None for g in grads)
@@ -152,7 +152,9 @@ def test_entropy_term_on_known_logits(tiny_bert_dir):
             layer.router.bias.zero_()
     out = model(query=batch())
     n_layers = len(model.taser_layers)
-    assert math.isclose(float(out.aux_loss.detach()), 0.5 * n_layers * math.log(4), rel_tol=1e-5)
+    assert math.isclose(float(out.entropy.detach()), n_layers * math.log(4), rel_tol=1e-5)  # L_ent, Eq. 4
+    assert model.entropy_weight == 0.5  # beta, for losses.joint_loss (Eq. 5)
+    assert float(DPRModel.from_bert(tiny_bert_dir)(query=batch()).entropy) == 0.0
 
 
 def test_save_load_round_trip(tiny_bert_dir, tmp_path):
@@ -269,11 +271,9 @@ def test_conversion_rejects_unknown_keys_and_pooler(tiny_bert_dir):
         load_microsoft_taser({**state, "encoder.layer.0.extra.weight": torch.zeros(1)}, BertConfig(**TINY).to_dict())
 
 
-def test_cross_encoder_and_colbert(tiny_bert_dir):
+def test_cross_encoder_scores_pairs(tiny_bert_dir):
     ce = CrossEncoderModel.from_bert(tiny_bert_dir).eval()
     assert ce(**batch(n=5)).shape == (5,)
-    scorer = ColbertScorer(TaserModel.from_bert(tiny_bert_dir).eval(), dim=8)
-    assert scorer(query=batch(n=2), passage=batch(n=3)).shape == (2, 3)
 
 
 def test_maxsim_hand_example():

@@ -1,10 +1,14 @@
-"""The reproduction pipeline: profiles, the papermill runner, result files, and the scorecard."""
+"""The reproduction pipeline: profiles, the papermill runner, result files and their staleness (the scorecard's
+tests are in test_scorecard.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import nbformat
@@ -17,8 +21,6 @@ from taser_lib.reproduce import (
     PROFILES_FILE, REQUIRED_KEYS, find_notebooks, load_profiles, load_result, profile_parameters, reproduce,
     run_notebook, save_result,
 )
-from taser_lib.scorecard import CLAIMS, NO_RESULT, Claim, Q, build_scorecard, profiles_with_results, \
-    write_scorecard_page
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -127,8 +129,8 @@ def test_invalid_yaml_names_its_line(tmp_path):
 
 
 def test_unknown_profile_and_runner_parameters_are_refused():
-    with pytest.raises(ConfigError, match="unknown profile 'gpu'"):
-        profile_parameters("gpu", "nb")
+    with pytest.raises(ConfigError, match="unknown profile 'nonesuch'"):
+        profile_parameters("nonesuch", "nb")
     with pytest.raises(ConfigError, match="results_dir"):
         profile_parameters("smoke", "nb", overrides={"results_dir": "elsewhere"})
 
@@ -195,6 +197,9 @@ def test_run_notebook_writes_results_meta_and_executed_copy(repo, tmp_path):
     assert f"n_queries = {n}" in injected[0].source
     # it names where its results ended up, not the staging folder it ran in
     assert f'results_dir = "{os.path.relpath(out, repo / "notebooks")}"' in injected[0].source
+    assert executed.metadata.papermill.input_path == "tiny.ipynb" and str(tmp_path) not in json.dumps(
+        executed.metadata.papermill)                                   # a committed copy names no machine's folders
+    assert meta["results_dir"] == os.path.relpath(out, repo)
     assert not (results / "smoke" / ".staging").exists()
 
 
@@ -248,6 +253,116 @@ def test_reproduce_keeps_going_and_fails_overall(tmp_path, capsys):
     assert reproduce("smoke", only=["c_good"], root=root, results_root=results, book=False) == 0
 
 
+# Records whether the runner asked it to retrain, and prints to stdout and (like tqdm) to stderr.
+ENV_PROBE = """import os, sys
+import pandas as pd
+from taser_lib.results import save_result
+print("hello from the kernel", n_queries)
+sys.stderr.write("probe 50%|#####     | 1/2\\r")
+save_result(results_dir, "env", {"force": os.environ.get("TASER_FORCE_RETRAIN"), "n_queries": n_queries})
+"""
+
+
+def test_result_records_provenance_and_goes_stale(repo, tmp_path):
+    from taser_lib.results import notebook_sha256, stale_reason
+
+    results = tmp_path / "results"
+    notebook = repo / "notebooks" / "tiny.ipynb"
+    assert run_notebook(notebook, "smoke", results, progress=False).status == "ok"
+    out = results / "smoke" / "tiny"
+    meta = json.loads((out / "meta.json").read_text())
+    import taser_lib
+    assert meta["library_version"] == taser_lib.__version__
+    assert meta["hardware"]["cpu"] and meta["hardware"]["cpu_cores"] >= 1 and meta["hardware"]["summary"]
+    assert meta["notebook_source"]["path"] == "notebooks/tiny.ipynb"
+    assert meta["notebook_source"]["sha256"] == notebook_sha256(notebook)
+    # the kernel imported taser_lib.reproduce (and through it taser_lib.results): both are recorded with their hash
+    for module in ("taser_lib/reproduce.py", "taser_lib/results.py", "taser_lib/__init__.py"):
+        assert meta["library_files"][module] == hashlib.sha256((REPO / module).read_bytes()).hexdigest()
+    assert "taser_lib/cli/train.py" not in meta["library_files"]  # never loaded by this notebook
+
+    # a copy of the library beside the notebooks stands for the checkout: up to date, until a file changes
+    shutil.copytree(REPO / "taser_lib", repo / "taser_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    assert stale_reason(out, repo) is None
+    with open(repo / "taser_lib" / "results.py", "a") as f:
+        f.write("\n# changed\n")
+    assert stale_reason(out, repo) == "library file taser_lib/results.py changed since the result was made"
+    shutil.copy2(REPO / "taser_lib" / "results.py", repo / "taser_lib" / "results.py")
+    # re-tagging a cell or executing the notebook does not change it; editing a cell does
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells[1].metadata["tags"] = ["hide-input"]
+    nbformat.write(nb, notebook)
+    assert stale_reason(out, repo) is None
+    nb.cells[1].source += "\n# edited"
+    nbformat.write(nb, notebook)
+    assert stale_reason(out, repo) == "notebook notebooks/tiny.ipynb changed since the result was made"
+    notebook.unlink()
+    assert "no longer exists" in stale_reason(out, repo)
+    # a result made before library files were recorded is stale, saying why
+    del meta["library_files"]
+    (out / "meta.json").write_text(json.dumps(meta))
+    assert "made before" in stale_reason(out, repo)
+
+
+def test_reproduce_skips_up_to_date_results_and_force_retrains(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TASER_FORCE_RETRAIN", raising=False)
+    root = tmp_path / "proj"
+    notebook = write_notebook(root / "notebooks" / "probe.ipynb", ENV_PROBE)
+    shutil.copytree(REPO / "taser_lib", root / "taser_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    results = tmp_path / "results"
+
+    assert reproduce("smoke", root=root, results_root=results, book=False) == 0
+    out = capsys.readouterr().out
+    n = load_profiles()["smoke"]["n_queries"]
+    # progress inside a cell reaches the terminal while it runs, not just cell counts
+    assert f"hello from the kernel {n}" in out and "[probe] cell 3/3" in out and "(no result yet)" in out
+    assert load_result(results / "smoke" / "probe", "env") == {"force": None, "n_queries": n}
+    made = (results / "smoke" / "probe" / "meta.json").read_text()
+
+    assert reproduce("smoke", root=root, results_root=results, book=False) == 0
+    out = capsys.readouterr().out
+    assert "probe at profile 'smoke': up to date, skipped" in out and "hello from the kernel" not in out
+    assert (results / "smoke" / "probe" / "meta.json").read_text() == made
+
+    # other parameters (a profile that changes n_queries) make it run again, and say why
+    extra = tmp_path / "p.yaml"
+    extra.write_text(yaml.safe_dump({"profiles": {"smoke": {"extends": "cpu", "n_queries": n + 1, "n_docs": 5,
+                                                            "n_train": 1}}}))
+    assert reproduce("smoke", root=root, results_root=results, book=False, profiles_file=extra) == 0
+    assert "parameters changed since the result was made: n_queries" in capsys.readouterr().out
+
+    before = time.time()
+    assert reproduce("smoke", root=root, results_root=results, book=False, force=True) == 0
+    out = capsys.readouterr().out
+    assert "(--force)" in out and "hello from the kernel" in out
+    # the kernel was told to retrain runs finished before the forced run started
+    assert before <= float(load_result(results / "smoke" / "probe", "env")["force"]) <= time.time()
+    assert json.loads((results / "smoke" / "probe" / "meta.json").read_text())["forced"] is True
+    assert "TASER_FORCE_RETRAIN" not in os.environ                             # ... and only the kernel
+    assert notebook.is_file()
+
+
+def test_seeds_follow_seed_and_are_validated(tmp_path):
+    profiles = load_profiles()
+    assert profiles["smoke"]["seeds"] == [13]
+    assert profiles["cpu"]["seeds"] == profiles["gpu"]["seeds"] == profiles["full"]["seeds"] == [13, 14, 15]
+    assert all(p["seed"] == p["seeds"][0] for p in profiles.values())
+    gpu, cpu = profiles["gpu"], profiles["cpu"]
+    assert gpu["device"] == "cuda" and gpu["bf16"] and gpu["batch_size"] > cpu["batch_size"]
+    assert gpu["model"] == cpu["model"] and gpu["ood_datasets"] == cpu["ood_datasets"]  # extends cpu
+    extra = tmp_path / "seeds.yaml"
+    extra.write_text(yaml.safe_dump({"profiles": {"one": {"extends": "cpu", "seed": 7},
+                                                  "many": {"extends": "cpu", "seeds": [1, 2]},
+                                                  "both": {"extends": "cpu", "seed": 3, "seeds": [4, 5]}}}))
+    mine = load_profiles(extra)
+    assert (mine["one"]["seed"], mine["one"]["seeds"]) == (7, [7])
+    assert (mine["many"]["seed"], mine["many"]["seeds"]) == (1, [1, 2])
+    assert (mine["both"]["seed"], mine["both"]["seeds"]) == (3, [4, 5])
+    extra.write_text(yaml.safe_dump({"profiles": {"bad": {"extends": "cpu", "seeds": []}}}))
+    with pytest.raises(FormatError, match="profiles.bad.seeds"):
+        load_profiles(extra)
+
+
 def test_only_names_must_exist(tmp_path):
     write_notebook(tmp_path / "notebooks" / "one.ipynb", GOOD)
     assert [p.stem for p in find_notebooks(tmp_path, ["one.ipynb"])] == ["one"]
@@ -255,78 +370,7 @@ def test_only_names_must_exist(tmp_path):
         find_notebooks(tmp_path, ["two"])
 
 
-# ------------------------------------------------------------------------------------------------ scorecard
-
-def test_every_claim_is_well_formed():
-    ids = [c.id for c in CLAIMS]
-    assert len(ids) == len(set(ids))
-    assert {c.paper for c in CLAIMS} == {"TASER", "DE"}
-    for claim in CLAIMS:
-        assert claim.statement and claim.paper_numbers and claim.where
-        # the direction test uses only the claim's quantities, and evaluates
-        values = {name: 1.0 for name in claim.quantities}
-        assert isinstance(bool(pd.eval(claim.test, local_dict=values, engine="python")), bool), claim.id
-
-
-def test_scorecard_without_results_lists_every_claim(tmp_path):
-    card = build_scorecard(tmp_path / "nothing")
-    assert list(card["id"]) == [c.id for c in CLAIMS]
-    assert (card["ours"] == NO_RESULT).all() and (card["holds"] == NO_RESULT).all()
-    page = tmp_path / "scorecard.md"
-    write_scorecard_page(tmp_path / "nothing", page)
-    text = page.read_text()
-    assert all(c.id in text for c in CLAIMS)
-    assert "No profile has run yet" in text
-
-
-def _fake(results: Path, profile: str, notebook: str, table: str, frame: pd.DataFrame) -> None:
-    save_result(results / profile / notebook, table, frame, {"profile": profile})
-
-
-def test_scorecard_evaluates_directions(tmp_path):
-    results = tmp_path / "results"
-    # TASER Table A3: 128M vs 218M -> ratio 0.587 <= 0.6 holds
-    _fake(results, "cpu", "taser_architecture", "params", pd.DataFrame({
-        "arch": ["dpr", "taser", "taser", "taser"], "routing": [None, "deterministic", "shared", "sequence"],
-        "experts": [None, 2, 1, 4], "params": [218_000_000, 128_000_000, 109_000_000, 166_000_000]}))
-    # taser beats dpr on squad-open but not on scifact (hand-made numbers)
-    _fake(results, "cpu", "taser_in_domain", "retrieval", pd.DataFrame({
-        "model": ["taser", "dpr", "taser", "dpr"], "dataset": ["squad-open", "squad-open", "nq", "nq"],
-        "metric": ["R@20"] * 4, "value": [80.0, 70.0, 60.0, 70.0]}))
-    # a second profile where the params table is too big for the claim
-    _fake(results, "smoke", "taser_architecture", "params", pd.DataFrame({
-        "arch": ["dpr", "taser"], "routing": [None, "deterministic"], "experts": [None, 2],
-        "params": [100, 90]}))
-
-    claims = {c.id: c for c in CLAIMS}
-    chosen = (claims["T-A3-params"], claims["T1-taser-vs-dpr"], claims["T1-dpr-below-bm25-squad"],
-              claims["D-T1-ca-beats-de"])
-    card = build_scorecard(results, chosen).set_index("id")
-    assert profiles_with_results(results) == ["smoke", "cpu"]
-    assert card.loc["T-A3-params", "holds (cpu)"] == "yes"
-    assert card.loc["T-A3-params", "ours (cpu)"] == "taser=128.0M, dpr=218.0M"
-    assert card.loc["T-A3-params", "holds (smoke)"] == "no"   # 90 / 100 > 0.6
-    # per dataset: fails on nq (60 < 70 - 0.5), holds on squad-open
-    assert card.loc["T1-taser-vs-dpr", "holds (cpu)"] == "no (fails on nq)"
-    assert "squad-open: taser=80, dpr=70" in card.loc["T1-taser-vs-dpr", "ours (cpu)"]
-    assert card.loc["T1-taser-vs-dpr", "holds (smoke)"] == NO_RESULT
-    assert card.loc["T1-dpr-below-bm25-squad", "holds (cpu)"] == NO_RESULT   # no bm25 row
-    assert card.loc["D-T1-ca-beats-de", "holds (cpu)"] == NO_RESULT          # notebook never ran
-
-    page = tmp_path / "scorecard.md"
-    write_scorecard_page(results, page, chosen)
-    text = page.read_text()
-    assert "| cpu | 1 | 1 | 2 | 0 |" in text and "| smoke | 0 | 1 | 3 | 0 |" in text
-
-
-def test_scorecard_reports_malformed_tables(tmp_path):
-    results = tmp_path / "results"
-    claim = Claim("X", "TASER", "t", "s", "p", "nb", "tab", {"a": Q(model="a"), "b": Q(model="b")}, "a > b")
-    _fake(results, "cpu", "nb", "tab", pd.DataFrame({"model": ["a", "a", "b"], "value": [1, 2, 0]}))
-    assert build_scorecard(results, (claim,)).loc[0, "holds (cpu)"].startswith("error: 2 rows match a")
-    _fake(results, "cpu", "nb", "tab", pd.DataFrame({"name": ["a", "b"], "value": [1, 0]}))
-    assert build_scorecard(results, (claim,)).loc[0, "holds (cpu)"] == "error: nb/tab has no column model"
-
+# ------------------------------------------------------------------------------------------------ the book
 
 def test_book_shows_the_largest_profile_unless_told(tmp_path):
     from taser_lib.reproduce import executed_notebook
@@ -342,7 +386,7 @@ def test_book_shows_the_largest_profile_unless_told(tmp_path):
 def test_cli_reports_user_errors(tmp_path, capsys):
     from taser_lib.cli import main
 
-    assert main(["reproduce", "--profile", "gpu", "--root", str(tmp_path), "--no-book"]) == 2
-    assert "unknown profile 'gpu'" in capsys.readouterr().err
+    assert main(["reproduce", "--profile", "nonesuch", "--root", str(tmp_path), "--no-book"]) == 2
+    assert "unknown profile 'nonesuch'" in capsys.readouterr().err
     assert main(["book", "--root", str(tmp_path)]) == 2
     assert "_config.yml is missing" in capsys.readouterr().err

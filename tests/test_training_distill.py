@@ -15,9 +15,10 @@ import torch
 from taser_lib.data.squad_open import build_squad_open, write_squad_open
 from taser_lib.data.types import Document, Query
 from taser_lib.errors import ConfigError, FormatError
-from taser_lib.losses import m3se, softmax_ce_distill
-from taser_lib.models import DenseEncoder, TaserModel, load_tokenizer
-from taser_lib.training.config import discover_kinds, load_config, to_yaml
+from taser_lib.evaluation.records import read_per_query
+from taser_lib.losses import m3se, margin_mse, softmax_ce_distill
+from taser_lib.models import ColbertModel, DenseEncoder, TaserModel, load_tokenizer
+from taser_lib.training.config import CrossEncoderModelConfig, discover_kinds, load_config, to_yaml
 from taser_lib.training.cross_encoder import CrossEncoderRunConfig, run_cross_encoder
 from taser_lib.training.distill import (LOSSES, STUDENT, DistillRunConfig, DistillTraining, dual_encoder_batches,
                                         dual_encoder_loss, evaluate_dual_encoder, extra_teacher_score, query_loss,
@@ -61,10 +62,14 @@ def _encoder(model, tokenizer) -> DenseEncoder:
                         show_progress=False)
 
 
+def _student_config(tiny_bert_dir, arch="shared", **overrides):
+    return dataclasses.replace(STUDENT, arch=arch, name_or_path=str(tiny_bert_dir),
+                               overrides={"normalize": True, "similarity_scale": 5.0, **overrides})
+
+
 def _student(tiny_bert_dir):
     torch.manual_seed(0)
-    return build_retriever(dataclasses.replace(STUDENT, name_or_path=str(tiny_bert_dir), normalize=True,
-                                             similarity_scale=5.0))
+    return build_retriever(_student_config(tiny_bert_dir))
 
 
 def test_extra_negatives_follow_the_rules(tiny_bert_dir):
@@ -153,9 +158,48 @@ def test_each_loss_decreases_on_a_repeated_batch(tiny_bert_dir, loss):
     assert values[-1] < values[0], values
 
 
+def test_colbert_student_distils_with_its_own_maxsim(tiny_bert_dir, tmp_path, monkeypatch):
+    """DE Table 7: a ColBERT student trains on the teacher's scores with the same loss function and loop; its
+    scores are the model's MaxSim, in training and in the re-ranking evaluation."""
+    rset, teacher = toy_set()
+    tokenizer = load_tokenizer(tiny_bert_dir)
+    torch.manual_seed(0)
+    student = _student_config(tiny_bert_dir, arch="colbert", dim=16, similarity_scale=10.0)
+    model = build_retriever(student)
+    assert isinstance(model, ColbertModel)
+    training = DistillTraining(loss="margin_mse", group_size=3, in_batch_negatives=True, max_query_length=16,
+                               max_passage_length=24)
+    batch = next(dual_encoder_batches(rset, _encoder(model, tokenizer), training, 4, 0, teacher).iter_from(0))
+    model.eval()
+    loss, _ = dual_encoder_loss(training, tokenizer)(model, batch)
+    q, p = model.encode_query(**batch["query"]), model.encode_passage(**batch["passage"])
+    sim = model.compute_similarity(q, p)
+    expected = []
+    for i in range(4):
+        own, extra = batch["own"][i], batch["extra"][i].nonzero().flatten()
+        t = torch.cat([batch["teacher"][i], batch["teacher"][i].min().expand(len(extra))])
+        pos = torch.cat([batch["positives"][i], torch.zeros(len(extra), dtype=torch.bool)])
+        expected.append(margin_mse(sim[i, torch.cat([own, extra])][None], t[None], pos[None]))
+    assert float(loss.detach()) == pytest.approx(float(torch.stack(expected).mean().detach()), rel=1e-5)
+    calls = []
+    real = ColbertModel.compute_similarity
+    monkeypatch.setattr(ColbertModel, "compute_similarity", lambda self, q, p: calls.append(1) or real(self, q, p))
+    loop = LoopConfig(str(tmp_path / "colbert"), max_steps=6, batch_size=3, eval_every=3, checkpoint_every=3,
+                      lr=3e-3, select_metric="nDCG@10", log_every=1)
+    trained, result = train_distill(rset, rset, loop, training, student, teacher, progress=False)
+    assert isinstance(trained, ColbertModel) and trained.config.dim == 16
+    assert len(calls) >= 6 + 3 * len(rset)  # every step and every re-ranked query scored by MaxSim
+    log = [json.loads(line) for line in (tmp_path / "colbert" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == list(range(1, 7)) and all(np.isfinite(r["loss"]) for r in log)
+    assert [row["step"] for row in result.curve] == [0, 3, 6]
+    assert all(0.0 <= row["dev/nDCG@10"] <= 1.0 for row in result.curve)
+    start = build_retriever(student).state_dict()
+    assert not torch.equal(start["projection.weight"], trained.state_dict()["projection.weight"])
+
+
 def test_train_distill_curves_and_selection(tiny_bert_dir, tmp_path):
     rset, teacher = toy_set()
-    student = dataclasses.replace(STUDENT, name_or_path=str(tiny_bert_dir), normalize=True, similarity_scale=5.0)
+    student = _student_config(tiny_bert_dir)
     training = DistillTraining(loss="m3se", group_size=3, max_query_length=16, max_passage_length=24)
     loop = LoopConfig(str(tmp_path / "de"), max_steps=4, batch_size=3, eval_every=2, checkpoint_every=2, lr=1e-3,
                       select_metric="nDCG@10")
@@ -194,11 +238,17 @@ def test_example_configs_load(tmp_path):
     de = load_config(REPO / "configs" / "squad_open_distill.yaml")
     assert isinstance(ca, CrossEncoderRunConfig) and isinstance(de, DistillRunConfig)
     assert ca.loop.select_metric == de.loop.select_metric == "nDCG@10"
-    assert de.model.arch == "shared" and de.model.name_or_path == ca.model == "default"
+    assert de.model.arch == "shared" and de.model.name_or_path == ca.model.name_or_path == "default"
+    assert ca.model.arch == "cross-encoder" and de.model.overrides == {"similarity_scale": 20.0}
     # the distillation run reads the teacher (and its score cache) where the cross-encoder run writes them
     assert Path(de.teacher.model).parent == Path(ca.loop.output_dir)
     assert dataclasses.asdict(de.data) == dataclasses.asdict(ca.data)
     assert load_config(_write(tmp_path / "again.yaml", to_yaml(de))) == de
+    # the ColBERT student (Table 7) differs from the DE run in its model section only: same teacher, same cache
+    colbert = load_config(REPO / "configs" / "squad_open_colbert_distill.yaml")
+    assert colbert.model.arch == "colbert" and colbert.model.overrides["dim"] == 128
+    assert dataclasses.replace(colbert, model=de.model, loop=de.loop) == de
+    assert load_config(_write(tmp_path / "colbert.yaml", to_yaml(colbert))) == colbert
     # the GPU-sized pair keeps the same links, on every training question
     ca_gpu = load_config(REPO / "configs" / "squad_open_cross_encoder_gpu.yaml")
     de_gpu = load_config(REPO / "configs" / "squad_open_distill_gpu.yaml")
@@ -229,12 +279,14 @@ def test_config_runs_teacher_then_student_reusing_the_cache(tiny_bert_dir, share
                                test_queries=4)
     loop = LoopConfig(str(tmp_path / "ca"), max_steps=2, batch_size=3, eval_every=1, checkpoint_every=2,
                       select_metric="nDCG@10")
-    ca = CrossEncoderRunConfig(model=str(tiny_bert_dir), data=data, loop=loop,
+    ca = CrossEncoderRunConfig(model=CrossEncoderModelConfig(name_or_path=str(tiny_bert_dir)), data=data, loop=loop,
                                training=dataclasses.replace(CrossEncoderRunConfig().training, group_size=3,
                                                             max_length=48, train_eval_queries=3))
     result = run_cross_encoder(ca)
     report = json.loads(Path(result.paths["test_metrics"]).read_text())
     assert report["queries"] == 4 and set(report["metrics"]) == {"MRR@10", "nDCG@10"}
+    per_query = read_per_query(result.paths["test_per_query"])  # beside test_metrics.json, for significance tests
+    assert {m: float(np.mean(list(v.values()))) for m, v in per_query.items()} == pytest.approx(report["metrics"])
     assert (tmp_path / "ca" / "teacher_scores" / "index.json").is_file()
 
     de = DistillRunConfig(model=dataclasses.replace(STUDENT, name_or_path=str(tiny_bert_dir)), data=data,
@@ -278,7 +330,7 @@ def test_auxiliary_masked_lm_loss(tiny_bert_dir, tmp_path):
     rset, teacher = toy_set()
     tokenizer = load_tokenizer(tiny_bert_dir)
     torch.manual_seed(0)
-    student = dataclasses.replace(STUDENT, name_or_path=str(tiny_bert_dir), normalize=True, similarity_scale=5.0)
+    student = _student_config(tiny_bert_dir)
     model = build_retriever(student, mlm_head=True)
     plain = DistillTraining(loss="softmax_ce", group_size=3)
     with_mlm = dataclasses.replace(plain, mlm_weight=0.5, mlm_probability=0.3)

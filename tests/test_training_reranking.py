@@ -13,10 +13,12 @@ from taser_lib.data.answers import AnswerMatcher, has_answer
 from taser_lib.data.formats.answer_selection import load_wikiqa
 from taser_lib.data.squad_open import build_squad_open
 from taser_lib.data.types import Document, Query
+from taser_lib.evaluation.records import read_per_query
+from taser_lib.evaluation.reranking import record_test_metrics, rerank_metrics
 from taser_lib.models import CrossEncoderModel, load_tokenizer
 from taser_lib.retrieval.bm25 import BM25Index
 from taser_lib.training.cross_encoder import (CrossEncoderTraining, cross_encoder_batches, cross_encoder_loss,
-                                              rerank_metrics, score_and_cache_teacher, score_reranking_set)
+                                              score_and_cache_teacher, score_reranking_set)
 from taser_lib.training.loop import LoopConfig, run_training
 from taser_lib.training.reranking import (GroupBatches, RerankingSet, from_candidate_lists, from_first_stage,
                                           sample_group, squad_open_reranking, teacher_top_group)
@@ -195,6 +197,20 @@ def test_cross_encoder_learns_a_repeated_real_batch(tiny_bert_dir, squad_sets, t
                       select_metric="nDCG@10")
     run_training(model, cross_encoder_loss(), batches, loop, progress=False)
     assert positives_on_top()
+
+
+def test_test_metrics_keep_every_query_of_the_real_test_set(tiny_bert_dir, squad_sets, tmp_path):
+    """What `kind: cross-encoder` writes at the end: aggregates, and per-query values whose means are them."""
+    rset = squad_sets["test"]
+    model = CrossEncoderModel.from_bert(tiny_bert_dir).eval()
+    scores = score_reranking_set(model, load_tokenizer(tiny_bert_dir), rset, max_length=48, progress=False)
+    metrics = record_test_metrics(tmp_path / "test_metrics.json", rset, scores, model="cross-encoder")
+    assert metrics == rerank_metrics(rset, scores)
+    values = read_per_query(tmp_path)  # the run folder's test_per_query.csv
+    assert set(values) == {"MRR@10", "nDCG@10"}
+    for name, by_query in values.items():
+        assert set(by_query) == set(rset.qrels()) and len(by_query) == len(rset)  # every query has a positive
+        assert np.mean(list(by_query.values())) == pytest.approx(metrics[name], abs=1e-12)
 
 
 def test_cross_encoder_batches_put_the_positive_first(tiny_bert_dir, squad_sets):

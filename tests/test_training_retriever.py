@@ -17,7 +17,7 @@ from taser_lib.data.squad_open import build_squad_open, write_squad_open
 from taser_lib.data.training_examples import TrainingExample
 from taser_lib.data.types import Document, Query
 from taser_lib.errors import ConfigError, FormatError
-from taser_lib.models import TaserModel, load_encoder, load_tokenizer
+from taser_lib.models import TaserModel, build_model, load_encoder, load_model, load_tokenizer
 from taser_lib.training import retriever as R
 from taser_lib.training.config import (
     DataSource, RetrieverDataConfig, TrainConfig, config_from_dict, default_yaml, load_config,
@@ -125,19 +125,70 @@ def test_collator_tokenises_questions_and_title_text_pairs(tiny_bert):
 
 # --- loss and evaluation -------------------------------------------------------------------------------------
 
-def test_loss_is_eq2_with_in_batch_negatives_plus_routing_entropy(tiny_bert):
+def _spy_similarity(model, calls: list):
+    """Record every call of the model's own compute_similarity (and still compute it)."""
+    real = model.compute_similarity
+
+    def spy(q_reps, p_reps):
+        scores = real(q_reps, p_reps)
+        calls.append(scores)
+        return scores
+
+    model.compute_similarity = spy
+    return model
+
+
+@pytest.mark.parametrize("arch, overrides", [
+    ("dpr", {"similarity_scale": 3.0}),
+    ("taser", {"routing": "sequence", "similarity_scale": 3.0, "entropy_weight": 0.5}),
+    ("shared", {"pooling": "mean", "normalize": True, "similarity_scale": 3.0}),
+    ("colbert", {"dim": 8, "similarity_scale": 3.0}),
+])
+def test_loss_is_eq2_on_the_models_own_scores_plus_beta_routing_entropy(tiny_bert, arch, overrides):
+    """retriever_loss scores with the model's compute_similarity and runs losses.contrastive_loss (Eq. 2) and
+    losses.joint_loss (Eq. 5)."""
     tok = load_tokenizer(tiny_bert)
-    model = TaserModel.from_bert(tiny_bert, routing="sequence", num_experts=2, similarity_scale=3.0,
-                                 entropy_weight=0.5).eval()  # eval: routing by argmax, no Gumbel noise
+    model = build_model(arch, tiny_bert, **overrides).eval()  # eval: routing by argmax, no Gumbel noise
+    calls = []
+    _spy_similarity(model, calls)
     batch = R.RetrieverCollator(tok)([("q one", [doc(1, "alpha"), doc(2, "beta")]),
                                       ("q two", [doc(3, "gamma"), doc(4, "delta")])])
     loss, logs = R.retriever_loss(model, batch)
+    assert len(calls) == 1 and calls[0].shape == (2, 4)  # 2 questions x 4 passages, scored by the model
     out = model(query=batch["query"], passage=batch["passage"])
-    scores = 3.0 * out.q_reps @ out.p_reps.T  # [2 questions, 4 passages]; positives at columns 0 and 2
-    expected_sim = F.cross_entropy(scores, torch.tensor([0, 2]))
+    scores = model.compute_similarity(out.q_reps, out.p_reps)
+    torch.testing.assert_close(calls[0], scores)
+    expected_sim = F.cross_entropy(scores, torch.tensor([0, 2]))  # positives at columns 0 and 2
     assert logs["l_sim"] == pytest.approx(float(expected_sim.detach()), rel=1e-5)
-    assert logs["aux"] > 0  # beta * L_ent of Seq-R
-    assert float(loss.detach()) == pytest.approx(float(expected_sim.detach() + out.aux_loss.detach()), rel=1e-5)
+    beta = overrides.get("entropy_weight", 0.0) if arch == "taser" else 0.0
+    assert (logs["l_ent"] > 0) == (arch == "taser")  # L_ent of Seq-R; zero for the others
+    assert float(loss.detach()) == pytest.approx(float(expected_sim.detach()) + beta * logs["l_ent"], rel=1e-5)
+
+
+def test_colbert_retriever_trains_a_few_cpu_steps(tiny_bert, sample, tmp_path):
+    raw = tiny_config(tiny_bert, sample, tmp_path / "run", max_steps=10, checkpoint_every=5, eval_every=5)
+    raw["model"] = {"arch": "colbert", "name_or_path": str(tiny_bert),
+                    "overrides": {"dim": 16, "similarity_scale": 20.0}}
+    raw["data"].update(dev=None, train_eval_questions=0)
+    config = config_from_dict(raw)
+    start = build_model("colbert", tiny_bert, dim=16)
+    result = R.train_retriever(config, progress=False)
+    out = tmp_path / "run"
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert result.final_step == 10 and [r["step"] for r in log] == list(range(1, 11))
+    first, last = sum(r["loss"] for r in log[:3]) / 3, sum(r["loss"] for r in log[-3:]) / 3
+    assert last < first - 0.1, (first, last)
+    trained = load_model(out / "final")
+    assert type(trained).__name__ == "ColbertModel" and trained.config.dim == 16
+    before, after = start.state_dict(), trained.state_dict()
+    assert set(before) == set(after)
+    assert not torch.equal(before["projection.weight"], after["projection.weight"])
+    assert not torch.equal(before["encoder.layer.0.attention.self.query.weight"],
+                           after["encoder.layer.0.attention.self.query.weight"])
+    # ColBERT has no dense index: R@K evaluation and mining are refused at load time, naming the field
+    raw["data"]["dev"] = {"format": "dpr-json", "path": str(sample["dev"])}
+    with pytest.raises(FormatError, match="field 'model.arch' a colbert retriever has no dense index"):
+        config_from_dict(raw)
 
 
 def test_eval_corpus_whole_or_subset():
@@ -154,28 +205,6 @@ def test_eval_corpus_whole_or_subset():
     assert set(R.eval_corpus(ex[:1], None, None, seed=0)) == {"d0p0", "d0h0", "d0h1", "d0n0"}
 
 
-def test_recall_evaluator_scores_answers_and_encodes_a_shared_corpus_once(tiny_bert, monkeypatch):
-    corpus = {"a": Document("a", "the capital of france is paris", "France"),
-              "b": Document("b", "bananas are yellow", "Banana"), "c": Document("c", "cats purr", "Cat")}
-    queries = {"q1": Query("q1", "capital of france", ("Paris",)), "q2": Query("q2", "striped horse", ("zebra",))}
-    passages = R.PassageEmbeddings(corpus)
-    evaluator = R.RecallEvaluator(queries, passages, load_tokenizer(tiny_bert), ks=(1, 3))
-    other = R.RecallEvaluator({"q1": queries["q1"]}, passages, load_tokenizer(tiny_bert), ks=(3,))
-    calls = []
-    real = R.DenseEncoder.encode_passages
-    monkeypatch.setattr(R.DenseEncoder, "encode_passages", lambda self, p, **k: calls.append(1) or real(self, p))
-    model = TaserModel.from_bert(tiny_bert)
-    metrics = evaluator(model)
-    assert metrics["R@3"] == 0.5  # all 3 passages retrieved: q1's answer is there, q2's nowhere
-    assert 0.0 <= metrics["R@1"] <= 0.5
-    assert other(model) == {"R@3": 1.0}
-    assert len(calls) == 1  # the second evaluator reused the embeddings of the unchanged model
-    with torch.no_grad():
-        next(model.parameters()).add_(0.1)
-    evaluator(model)
-    assert len(calls) == 2
-
-
 # --- config ----------------------------------------------------------------------------------------------------
 
 def test_unknown_yaml_key_names_file_line_and_key(tmp_path):
@@ -183,12 +212,38 @@ def test_unknown_yaml_key_names_file_line_and_key(tmp_path):
     path.write_text("kind: retriever\nloop:\n  output_dir: x\n  lr: 1e-5\n  learning_rate: 3\n")
     with pytest.raises(FormatError, match=r"bad\.yaml:5: field 'loop\.learning_rate' unknown key"):
         load_config(path)
-    path.write_text("model:\n  arch: taser\n  shared_blocks: two\n")
-    with pytest.raises(FormatError, match=r"bad\.yaml:3: field 'model\.shared_blocks' expected an integer"):
+    path.write_text("model:\n  arch: bm25\n")
+    with pytest.raises(FormatError, match=r"bad\.yaml:2: field 'model\.arch' model.arch must be one of"):
         load_config(path)
-    path.write_text("model:\n  arch: colbert\n")
-    with pytest.raises(FormatError, match="model.arch must be one of"):
+
+
+def test_model_overrides_are_validated_by_the_model_config_naming_file_line_and_key(tmp_path):
+    path = tmp_path / "bad.yaml"
+    cases = [
+        ("model:\n  arch: taser\n  overrides:\n    pooling: mean\n    shared_blocks: two\n",
+         r"bad\.yaml:5: field 'model\.overrides\.shared_blocks' expected an integer, got 'two'"),
+        ("model:\n  arch: taser\n  overrides:\n    experts: 2\n",
+         r"bad\.yaml:4: field 'model\.overrides\.experts' 'experts' is not a field of arch 'taser' \(TaserConfig\)"),
+        ("model:\n  arch: taser\n  overrides: {shared_blocks: 0}\n",
+         r"bad\.yaml:3: field 'model\.overrides\.shared_blocks' shared_blocks \(T\) must be >= 1"),
+        ("model:\n  arch: dpr\n  overrides:\n    routing: token\n", r"'routing' is not a field of arch 'dpr'"),
+        # the old flat model fields: a migration message
+        ("model:\n  arch: taser\n  routing: sequence\n",
+         r"bad\.yaml:3: field 'model\.routing' unknown key; model takes arch, name_or_path, overrides; model fields "
+         r"moved under model\.overrides .*`overrides: \{routing: \.\.\.\}`"),
+    ]
+    for text, message in cases:
+        path.write_text(text)
+        with pytest.raises(FormatError, match=message):
+            load_config(path)
+    path.write_text("kind: cross-encoder\nmodel: default\n")  # the old cross-encoder form
+    with pytest.raises(FormatError, match=r"bad\.yaml:2: field 'model' .*write `model: \{arch: \.\.\., "
+                                          r"name_or_path: default\}`"):
         load_config(path)
+    path.write_text("model:\n  arch: colbert\n  overrides: {dim: 16, reduce: sum}\ndata:\n  dev: null\n"
+                    "  train_eval_questions: 0\n")
+    config = load_config(path)
+    assert config.model.arch == "colbert" and config.model.overrides == {"dim": 16, "reduce": "sum"}
     path.write_text("kind: nonsense\n")
     with pytest.raises(FormatError, match="unknown training kind 'nonsense'"):
         load_config(path)
@@ -202,9 +257,12 @@ def test_set_overrides_single_fields(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("kind: retriever\nloop:\n  output_dir: x\n  max_steps: 100\nmodel:\n  arch: dpr\n")
     config = load_config(path, overrides=["loop.max_steps=null", "loop.lr=3e-5", "model.arch=taser",
-                                          "data.eval_ks=[1, 20]", "model.pooling=mean"])
+                                          "data.eval_ks=[1, 20]", "model.overrides.pooling=mean"])
     assert config.loop.max_steps is None and config.loop.lr == 3e-5 and config.model.arch == "taser"
-    assert config.data.eval_ks == [1, 20] and config.model.pooling == "mean"
+    assert config.data.eval_ks == [1, 20] and config.model.overrides == {"pooling": "mean"}
+    with pytest.raises(FormatError, match=r"field 'model\.overrides\.shared_blocks' expected an integer.*given by "
+                                          r"--set model\.overrides\.shared_blocks"):
+        load_config(path, overrides=["model.arch=taser", "model.overrides.shared_blocks=many"])
     assert load_config(path).loop.max_steps == 100  # the file itself is untouched
     # a bad overridden value names its key, not the file's line of the value it replaced
     with pytest.raises(FormatError, match=r"run\.yaml: field 'loop\.max_steps' expected an integer.*given by --set loop\.max_steps"):
@@ -232,12 +290,17 @@ def write_yaml_text(path, text):
 
 # --- end to end ------------------------------------------------------------------------------------------------
 
-def test_training_on_real_sample_lowers_the_loss_and_writes_curves(tiny_bert, sample, tmp_path):
+def test_training_on_real_sample_lowers_the_loss_and_writes_curves(tiny_bert, sample, tmp_path, monkeypatch):
     config_path = write_yaml(tiny_config(tiny_bert, sample, tmp_path / "run", max_steps=12), tmp_path / "c.yaml")
+    calls = []
+    real = TaserModel.compute_similarity
+    monkeypatch.setattr(TaserModel, "compute_similarity",
+                        lambda self, q, p: calls.append(tuple(q.shape)) or real(self, q, p))
     assert cli_main(["train", "--config", str(config_path)]) == 0
     out = tmp_path / "run"
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == list(range(1, 13))
+    assert calls.count((8, 32)) == 12  # every step scored its 8 questions by the model's own compute_similarity
     first, last = sum(r["loss"] for r in log[:3]) / 3, sum(r["loss"] for r in log[-3:]) / 3
     assert last < first - 0.1
     curve = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]

@@ -66,8 +66,8 @@ def tiny_config(model_dir: Path, data: dict[str, Path], output_dir: Path, **loop
     """A retriever config dict for the tiny model and the DPR-json sample (cosine, scale 20, mean pooling)."""
     return {
         "kind": "retriever",
-        "model": {"name_or_path": str(model_dir), "arch": "taser", "pooling": "mean", "normalize": True,
-                  "similarity_scale": 20.0},
+        "model": {"arch": "taser", "name_or_path": str(model_dir),
+                  "overrides": {"pooling": "mean", "normalize": True, "similarity_scale": 20.0}},
         "data": {"train": [{"format": "dpr-json", "path": str(data["train"])}],
                  "dev": {"format": "dpr-json", "path": str(data["dev"])},
                  "hard_negatives": 1, "max_query_length": 24, "max_passage_length": 64,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 
 def register(subparsers) -> None:
@@ -32,9 +31,9 @@ def register(subparsers) -> None:
     prepare.add_argument("name")
     prepare.add_argument("--split", action="append", help="only this split (repeatable; default: all)")
     prepare.add_argument("--seed", type=int, default=None, help="squad-open: article split seed (default 0)")
-    prepare.add_argument("--hard-negatives", type=int, default=10, metavar="N",
-                         help="squad-open: BM25 hard negatives per training question, best first (0: none; "
-                              "default 10, of which DPR-style training uses the first)")
+    prepare.add_argument("--hard-negatives", type=int, default=None, metavar="N",
+                         help="squad-open: BM25 hard negatives per training question, best first (0: none; default "
+                              "the library's, 10, of which DPR-style training uses the first)")
     _where(prepare)
     prepare.set_defaults(func=_prepare)
 
@@ -77,28 +76,10 @@ def _fetch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bm25_miner(per_question: int):
-    """SQuAD-open's BM25 hard negatives (the retrieval layer mines them; the data layer cannot import it)."""
-    from ..retrieval.negatives import bm25_hard_negatives
-
-    def mine(squad_open) -> tuple[dict[str, list[str]], dict[str, Any]]:
-        from ..retrieval.bm25 import BM25Index
-
-        index = BM25Index.build(squad_open.corpus)
-        negatives: dict[str, list[str]] = {}
-        for queries in squad_open.splits.values():
-            mined, meta = bm25_hard_negatives(queries, squad_open.corpus, {q: squad_open.positives[q] for q in queries},
-                                              per_question, index=index)
-            negatives.update(mined)
-        return negatives, meta
-    return mine
-
-
 def _prepare(args: argparse.Namespace) -> int:
-    from ..data.registry import prepare
+    from ..retrieval.datasets import prepare
 
-    miner = _bm25_miner(args.hard_negatives) if args.name == "squad-open" and args.hard_negatives > 0 else None
-    summary = prepare(args.name, args.split, data_dir=args.data_dir, mirror=args.mirror, seed=args.seed,
-                      negatives=miner)
+    extra = {} if args.hard_negatives is None else {"hard_negatives": args.hard_negatives}
+    summary = prepare(args.name, args.split, data_dir=args.data_dir, mirror=args.mirror, seed=args.seed, **extra)
     print(json.dumps(summary, indent=2))
     return 0

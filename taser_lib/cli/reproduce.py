@@ -11,20 +11,26 @@ def register(subparsers) -> None:
         "reproduce", help="run every notebook with papermill at a profile, then build the book",
         description="Runs notebooks/*.ipynb at the profile's parameters, writes results/<profile>/<notebook>/ "
                     "(only for notebooks that succeed), prints a summary and builds the book into _build/html. "
-                    "Exits 1 if any notebook or the book failed.")
-    r.add_argument("--profile", required=True, help="smoke, cpu, full, or one of your --profiles file")
+                    "A notebook whose result at the profile is up to date (same notebook, library files and "
+                    "parameters) is skipped. Exits 1 if any notebook or the book failed.")
+    r.add_argument("--profile", required=True, help="smoke, cpu, gpu, full, or one of your --profiles file")
     r.add_argument("--only", nargs="+", metavar="NAME", help="run only these notebooks (stems, e.g. baselines)")
     r.add_argument("--jobs", type=int, default=1, help="notebooks run in parallel (default 1)")
     _common(r)
     r.add_argument("--profiles", type=Path, default=None,
                    help="extra profiles YAML (default: $TASER_PROFILES); see taser_lib/profiles.yaml")
     r.add_argument("--no-book", action="store_true", help="run the notebooks only (e.g. one task of a job array)")
+    r.add_argument("--force", action="store_true",
+                   help="run notebooks whose results are up to date too, and retrain cached training runs "
+                        "(sets TASER_FORCE_RETRAIN for the notebooks)")
     r.set_defaults(func=_reproduce)
 
     b = subparsers.add_parser(
         "book", help="build the book from existing results (no notebook is run)",
-        description="Regenerates the scorecard from results/ and builds the Jupyter Book into _build/html, showing "
-                    "for each notebook its executed copy from --profile, else from the largest profile that ran it.")
+        description="Regenerates the scorecard and the run-times page from results/ and builds the Jupyter Book "
+                    "into _build/html, showing for each notebook its executed copy from --profile, else from the "
+                    "largest profile that ran it (a stale one with a warning). On a fresh clone it shows the "
+                    "committed results.")
     b.add_argument("--profile", default=None, help="prefer this profile's executed notebooks")
     _common(b)
     b.set_defaults(func=_book)
@@ -40,7 +46,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     from ..reproduce import reproduce
 
     return reproduce(args.profile, only=args.only, jobs=args.jobs, root=args.root, results_root=args.results,
-                     profiles_file=args.profiles, book=not args.no_book)
+                     profiles_file=args.profiles, book=not args.no_book, force=args.force)
 
 
 def _book(args: argparse.Namespace) -> int:

@@ -1,7 +1,8 @@
-"""`taser index`, `taser search`, `taser evaluate`: retrieve from a prepared dataset folder and score the run.
+"""`taser index`, `taser search`, `taser evaluate`: retrieve from a dataset and score the run.
 
-A dataset is a prepared split folder (corpus.jsonl, queries.jsonl, qrels.tsv, meta.json; `taser data prepare`)
-or a registered name with an optional split, e.g. `squad-open:test`.
+A dataset is a registered name with an optional split (`squad-open:test`), a prepared folder (corpus.jsonl,
+queries.jsonl, qrels.tsv, meta.json; `taser data prepare`), or a standard BEIR folder (corpus.jsonl, queries.jsonl,
+qrels/<split>.tsv) or zip, a folder or zip taking its split after a colon (`my-beir:dev`; default test).
 An index folder holds `taser_index.json` (which retriever, which model) and `bm25/` or `faiss/` + `embeddings/`.
 """
 
@@ -15,7 +16,8 @@ from pathlib import Path
 from ..errors import ConfigError, TaserError
 
 _INDEX_META = "taser_index.json"
-_DATASET_HELP = "prepared split folder, or a registered dataset NAME[:SPLIT] (e.g. squad-open:test)"
+_DATASET_HELP = ("a registered dataset NAME[:SPLIT] (e.g. squad-open:test), a prepared folder, or a BEIR folder "
+                 "(corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) or zip, with an optional :SPLIT (default test)")
 
 
 def register(subparsers) -> None:
@@ -54,6 +56,10 @@ def register(subparsers) -> None:
     e.add_argument("--measures", nargs="+", default=["nDCG@10", "RR@10", "R@100"],
                    help="ir-measures measure strings (qrels sets)")
     e.add_argument("--out", type=Path, help="JSON file for the scores (default: <run>.eval.json)")
+    e.add_argument("--per-query", type=Path, metavar="FILE",
+                   help="CSV of every query's values, for significance tests (columns query_id,metric,value; "
+                        "metric = family/name, e.g. answer_recall/R@20; default: beside --out, "
+                        "<run>.per_query.csv)")
     e.set_defaults(func=_evaluate)
 
 
@@ -72,18 +78,11 @@ def _dense_options(p: argparse.ArgumentParser) -> None:
 
 
 def _load_dataset(spec: str):
-    """A prepared split folder, or a registered dataset as NAME or NAME:SPLIT (read through the registry)."""
-    from ..data.formats.beir import read_prepared
+    """Any dataset spec: a registered NAME[:SPLIT] (squad-open is prepared first if it is not), a prepared folder,
+    or a BEIR folder or zip, with an optional :SPLIT (taser_lib.data.resolve)."""
+    from ..retrieval.datasets import load_evaluation_set
 
-    path = Path(spec)
-    if path.is_dir():
-        return read_prepared(path)
-    if path.exists() or "/" in spec:
-        raise TaserError(f"{spec} is not a prepared dataset folder (`taser data prepare NAME` writes one)")
-    from ..data.registry import load_dataset
-
-    name, _, split = spec.partition(":")
-    return load_dataset(name, split or None)
+    return load_evaluation_set(spec)
 
 
 def _encoder(args: argparse.Namespace):
@@ -194,8 +193,9 @@ def _search(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from ..data.answers import AnswerMatcher
-    from ..evaluation.answer_recall import answer_recall
-    from ..evaluation.metrics import evaluate
+    from ..evaluation.answer_recall import answer_hits, hits_at_k, top_k_accuracy
+    from ..evaluation.metrics import evaluate, per_query
+    from ..evaluation.records import flatten, per_query_path, write_per_query
     from ..io import atomic_write_json
     from ..meta import run_metadata
     from ..retrieval.runs import read_run
@@ -213,22 +213,29 @@ def _evaluate(args: argparse.Namespace) -> int:
     # Two families, kept apart: answer recall's R@K (TASER's top-K accuracy) and ir-measures' R@K (qrels recall)
     # share a name.
     scores: dict[str, dict[str, float]] = {}
+    values: dict[str, dict[str, dict[str, float]]] = {}  # family -> metric -> query id -> value
     timings: dict[str, float] = {}
     if with_answers:
         start = time.perf_counter()
-        scores["answer_recall"] = answer_recall(AnswerMatcher(dataset.corpus), dataset.queries, run, ks=args.ks)
+        hits = answer_hits(AnswerMatcher(dataset.corpus), dataset.queries, run, max(args.ks))
+        scores["answer_recall"] = top_k_accuracy(hits, args.ks)
+        values["answer_recall"] = {f"R@{k}": hits_at_k(hits, k) for k in args.ks}
         timings["answer_matching_seconds"] = time.perf_counter() - start
     if dataset.qrels:
         scores["ir_measures"] = evaluate(run, dataset.qrels, args.measures)
+        values["ir_measures"] = per_query(run, dataset.qrels, args.measures)
     if not scores:
         raise TaserError(f"{args.dataset} has neither answers nor qrels to evaluate against")
     out = args.out or args.run.with_name(args.run.name + ".eval.json")
+    per_query_file = write_per_query(args.per_query or per_query_path(out), flatten(values))
+    beside = per_query_file.parent.resolve() == out.parent.resolve()
     atomic_write_json(out, {"run": str(args.run), "dataset": str(args.dataset), "queries": len(dataset.queries),
-                            **scores, **timings, **run_metadata()})
+                            **scores, **timings, **run_metadata(),
+                            "per_query": per_query_file.name if beside else str(per_query_file.resolve())})
     titles = {"answer_recall": "answer recall (top-K accuracy, DPR matching)", "ir_measures": "qrels (ir-measures)"}
     for family, values in scores.items():
         print(titles[family])
         for name, value in values.items():
             print(f"  {name:>10}  {value:.4f}")
-    print(f"({len(dataset.queries)} queries; scores written to {out})")
+    print(f"({len(dataset.queries)} queries; scores written to {out}, per-query values to {per_query_file})")
     return 0

@@ -396,16 +396,6 @@ def load_dataset(name: str, split: str | None = None, *, data_dir: str | os.Path
     return _load_raw(entry, split, data_dir, mirror, skip_bad=skip_bad, report=report, **options)
 
 
-def ensure_prepared(name: str, *, data_dir: str | os.PathLike | None = None,
-                    mirror: str | os.PathLike | None = None) -> Path:
-    """The prepared folder of a derived dataset (squad-open), built now if it is missing. An existing prepared
-    copy is never rebuilt or overwritten here (it may carry mined hard negatives); `prepare` replaces it."""
-    folder = prepared_dir(name, data_dir)
-    if not (folder / "meta.json").is_file():
-        prepare(name, data_dir=data_dir, mirror=mirror)
-    return folder
-
-
 def _load_raw(entry: DatasetEntry, split: str, data_dir, mirror, **kw) -> Dataset:
     fetch(entry.name, [split], data_dir=data_dir, mirror=mirror, progress=False)
     root = resolve_data_dir(data_dir) / entry.folder
@@ -433,6 +423,11 @@ def training_examples(name: str, split: str = "train", *, data_dir: str | os.Pat
 NegativesMiner = Callable[[Any], tuple[dict[str, list[str]], dict[str, Any]]]
 
 
+def no_negatives(built: Any) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The miner that mines nothing: a prepared squad-open whose training json has no hard negatives."""
+    return {}, {"method": None, "note": "none mined"}
+
+
 def prepare(name: str, splits: list[str] | None = None, *, data_dir: str | os.PathLike | None = None,
             mirror: str | os.PathLike | None = None, seed: int | None = None,
             negatives: NegativesMiner | None = None) -> dict[str, Any]:
@@ -440,8 +435,10 @@ def prepare(name: str, splits: list[str] | None = None, *, data_dir: str | os.Pa
     seconds). Raw files come from the data directory or the mirror, never the network (fetch first).
 
     squad-open: build the benchmark (squad_open.py); `negatives(squad_open) -> (question id -> passage ids, meta)`
-    supplies hard negatives for its training json (the CLI passes a BM25 miner from the retrieval layer, which
-    this layer cannot import). Others: one folder per split with corpus.jsonl, queries.jsonl, qrels.tsv
+    supplies the hard negatives of its training json. It is required: the BM25 miner lives in the retrieval layer,
+    which this layer cannot import, so the one way to prepare squad-open whole is
+    `taser_lib.retrieval.datasets.prepare` (what `taser data prepare` and the notebooks call); `no_negatives`
+    opts out explicitly. Others: one folder per split with corpus.jsonl, queries.jsonl, qrels.tsv
     (+ candidates.tsv), meta.json (formats/beir.py).
     """
     from ..meta import run_metadata
@@ -453,7 +450,11 @@ def prepare(name: str, splits: list[str] | None = None, *, data_dir: str | os.Pa
         (source,) = fetch(entry.derived_from, data_dir=data_dir, mirror=mirror, progress=False)
         built = build_squad_open(source, DEFAULT_SEED if seed is None else seed)
         built_seconds = time.perf_counter() - started
-        mined, mined_meta = negatives(built) if negatives else (None, None)
+        if negatives is None:
+            raise TaserError("squad-open's training json carries BM25 hard negatives, which the retrieval layer "
+                             "mines: prepare it with taser_lib.retrieval.datasets.prepare (or `taser data prepare "
+                             "squad-open`); pass negatives=no_negatives for none")
+        mined, mined_meta = negatives(built)
         write_squad_open(built, out, mined, mined_meta)
         return {"name": name, "path": str(out), "counts": built.meta["counts"],
                 "build_seconds": round(built_seconds, 3), "hard_negatives": mined_meta,

@@ -16,9 +16,10 @@ Construction (deterministic; every choice is recorded in split.json next to the 
   contains the answer, so DPR's has-answer rule would not match it either); its question keeps the positives of
   its other annotations. Questions left without any positive stay in the query sets (R@K scores them by answer
   matching like every question) but not in the training json, as DPR drops training questions without a positive.
-- Training json: DPR's retriever-json per split. This module does no retrieval: BM25 hard negatives are mined by
-  the retrieval layer (taser_lib.retrieval.negatives; `taser data prepare squad-open` does it) and handed to
-  `write_squad_open`; without them "hard_negative_ctxs" stay empty.
+- Training json: DPR's retriever-json per split, with HARD_NEGATIVES BM25 hard negatives per question. This module
+  does no retrieval: they are mined by the retrieval layer (taser_lib.retrieval.datasets.prepare, which
+  `taser data prepare squad-open` and the notebooks call) and handed to `write_squad_open`; without them
+  "hard_negative_ctxs" stay empty.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ SPLITS = ("train", "dev", "test")
 WORDS_PER_PASSAGE = 100
 DEFAULT_SEED = 0
 DEV_FRACTION = TEST_FRACTION = 0.2
+HARD_NEGATIVES = 10  # BM25 hard negatives per training question, best first (DPR-style training uses the first)
 PASSAGE_ID_SCHEME = "squad-open:<article>:<paragraph>:<window> (0-based positions in the SQuAD json)"
 _WORD = re.compile(r"\S+")
 

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import FormatError
 from ..io import atomic_path
 from .formats._common import OnBad, PathLike, SkipReport, iter_json_array
-from .types import Document, Query
+from .types import Dataset, Document, Query
 
 CTX_KINDS = ("positive_ctxs", "negative_ctxs", "hard_negative_ctxs")
 
@@ -32,6 +32,18 @@ class TrainingExample:
     positives: list[Document]
     negatives: list[Document] = field(default_factory=list)
     hard_negatives: list[Document] = field(default_factory=list)
+
+
+def qrels_training_examples(dataset: Dataset) -> list[TrainingExample]:
+    """Training pairs of a qrels dataset (a BEIR train split): each judged query with its relevant documents
+    (grade > 0, present in the corpus) as positives, in qrels order; queries without one are left out. Negatives
+    stay empty (the trainer mines BM25 negatives from the corpus)."""
+    examples = []
+    for qid, judged in dataset.qrels.items():
+        positives = [dataset.corpus[d] for d, grade in judged.items() if grade > 0 and d in dataset.corpus]
+        if positives and qid in dataset.queries:
+            examples.append(TrainingExample(dataset.queries[qid], positives))
+    return examples
 
 
 def _ctx(ctx: Any, where: str, lineno: int, at: str) -> Document:

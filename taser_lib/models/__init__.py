@@ -1,4 +1,6 @@
-"""Encoders: TASER (+ routing), DPR, cross-encoder, ColBERT scorer; loading and encoding.
+"""Models: TASER (+ routing), DPR, ColBERT, cross-encoder; building (`auto.build_model`), loading and encoding.
+
+Every retriever (dpr, taser, shared, colbert) has `encode_query`, `encode_passage` and `compute_similarity`.
 
     >>> from taser_lib.models import load_encoder
     >>> enc = load_encoder("default")            # the packaged MiniLM, its own mean pooling, offline
@@ -13,8 +15,9 @@ from pathlib import Path
 
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-from .colbert import ColbertScorer, maxsim
-from .common import RetrieverOutput, checkpoint_pooling, pool
+from .auto import ARCHS, RETRIEVER_ARCHS, build_model, check_overrides, model_fields
+from .colbert import ColbertConfig, ColbertModel, maxsim
+from .common import RetrieverOutput, TokenReps, cat_reps, checkpoint_pooling, pool
 from .convert import from_microsoft_naming, load_microsoft_taser, to_microsoft_naming
 from .cross_encoder import CrossEncoderConfig, CrossEncoderModel
 from .dpr import DPRConfig, DPRModel
@@ -23,36 +26,19 @@ from .params import PAPER_PARAMS_M, count_parameters, parameter_table
 from .taser import ROUTINGS, TaserConfig, TaserLayer, TaserModel
 from .weights import DEFAULT, DEFAULT_DESCRIPTION, check_weights_format, default_checkpoint, resolve_checkpoint
 
-ARCHS = ("dpr", "taser", "shared", "cross-encoder")
-
 # Hugging Face users can load saved models with AutoConfig / AutoModel.
-for _config, _model in ((TaserConfig, TaserModel), (DPRConfig, DPRModel), (CrossEncoderConfig, CrossEncoderModel)):
+_PAIRS = ((TaserConfig, TaserModel), (DPRConfig, DPRModel), (ColbertConfig, ColbertModel),
+          (CrossEncoderConfig, CrossEncoderModel))
+for _config, _model in _PAIRS:
     AutoConfig.register(_config.model_type, _config, exist_ok=True)
     AutoModel.register(_config, _model, exist_ok=True)
 
-_SAVED = {TaserConfig.model_type: TaserModel, DPRConfig.model_type: DPRModel,
-          CrossEncoderConfig.model_type: CrossEncoderModel}
-
-
-def build_model(arch: str, name_or_path: str | Path = "default", **kwargs):
-    """A fresh model of `arch` initialised from a plain BERT checkpoint.
-
-    arch: ``dpr`` | ``taser`` (kwargs: routing, shared_blocks, num_experts) | ``shared`` | ``cross-encoder``.
-    """
-    if arch == "dpr":
-        return DPRModel.from_bert(name_or_path, **kwargs)
-    if arch == "taser":
-        return TaserModel.from_bert(name_or_path, **kwargs)
-    if arch == "shared":
-        return TaserModel.from_bert(name_or_path, routing="shared", num_experts=1, **kwargs)
-    if arch == "cross-encoder":
-        return CrossEncoderModel.from_bert(name_or_path, **kwargs)
-    raise ValueError(f"unknown arch {arch!r}; expected one of {ARCHS}")
+_SAVED = {config.model_type: model for config, model in _PAIRS}
 
 
 def load_model(name_or_path: str | Path = "default", allow_pickle: bool = False, **kwargs):
-    """A saved TASER / DPR / cross-encoder folder loads as itself; a plain BERT checkpoint loads zero-shot as the
-    Siamese (`shared`) encoder with the checkpoint's own pooling."""
+    """A saved TASER / DPR / ColBERT / cross-encoder folder loads as itself; a plain BERT checkpoint loads
+    zero-shot as the Siamese (`shared`) encoder with the checkpoint's own pooling."""
     path = resolve_checkpoint(name_or_path, allow_pickle=allow_pickle)
     check_weights_format(path, allow_pickle)
     model_type = json.loads((path / "config.json").read_text()).get("model_type")
@@ -73,9 +59,11 @@ def load_encoder(name_or_path: str | Path = "default", *, tokenizer: str | Path 
 
 
 __all__ = [
-    "ARCHS", "ColbertScorer", "CrossEncoderConfig", "CrossEncoderModel", "DEFAULT", "DEFAULT_DESCRIPTION",
-    "DPRConfig", "DPRModel", "DenseEncoder", "PAPER_PARAMS_M", "ROUTINGS", "RetrieverOutput", "TaserConfig",
-    "TaserLayer", "TaserModel", "build_model", "checkpoint_pooling", "count_parameters", "default_checkpoint",
+    "ARCHS", "ColbertConfig", "ColbertModel", "CrossEncoderConfig", "CrossEncoderModel", "DEFAULT",
+    "DEFAULT_DESCRIPTION", "DPRConfig", "DPRModel", "DenseEncoder", "PAPER_PARAMS_M", "RETRIEVER_ARCHS",
+    "ROUTINGS", "RetrieverOutput", "TaserConfig", "TaserLayer", "TaserModel", "TokenReps", "build_model",
+    "cat_reps", "check_overrides", "checkpoint_pooling", "count_parameters", "default_checkpoint",
     "default_device", "from_microsoft_naming", "load_encoder", "load_microsoft_taser", "load_model",
-    "load_tokenizer", "maxsim", "parameter_table", "pool", "resolve_checkpoint", "to_microsoft_naming",
+    "load_tokenizer", "maxsim", "model_fields", "parameter_table", "pool", "resolve_checkpoint",
+    "to_microsoft_naming",
 ]

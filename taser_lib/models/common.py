@@ -1,15 +1,17 @@
-"""What every bi-encoder here shares: pooling, the similarity function and the Tevatron-style forward.
+"""What every retriever here shares: pooling, the representations, and the Tevatron-style interface.
 
-A bi-encoder maps a question batch and a passage batch to vectors (`encode_query`, `encode_passage`), scores them
-with `compute_similarity` (dot product, TASER Sec. 2, optionally scaled for cosine training), and its `forward`
-returns both sides plus any auxiliary loss the architecture adds (TASER's routing entropy, Eq. 4-5). Losses live in
-`taser_lib.losses`; trainers combine the two.
+A retriever maps a question batch and a passage batch to representations (`encode_query`, `encode_passage`) and
+scores every question against every passage with `compute_similarity(q_reps, p_reps) -> [Bq, Bp]`: a dot product
+of pooled vectors for the bi-encoders (TASER Sec. 2, optionally scaled for cosine training), MaxSim over token
+vectors for ColBERT (`TokenReps`). Its `forward` returns both sides plus TASER's routing entropy L_ent (Eq. 4) and,
+for masked inputs, the masked-LM loss. Losses live in `taser_lib.losses`; trainers combine the two (and gather the
+passage representations across devices around `compute_similarity`, never instead of it).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +23,33 @@ from ..losses import masked_lm_loss
 
 Kind = Literal["query", "passage"]
 POOLINGS = ("cls", "mean")
+
+
+def described(default, help: str):
+    """A config-class field with its help text (the one place a model field is documented: `taser train
+    --print-config` and `models.auto.model_fields` read it)."""
+    return field(default=default, metadata={"help": help})
+
+
+# The bi-encoder fields TASER, DPR and ColBERT configs all have (one definition, one help text each).
+def pooling_field():
+    return described("cls", "cls | mean: the final [CLS] vector (the papers) or the mean over real tokens; "
+                            "unset when built from a checkpoint = its own (mean for the default, cls for BERT)")
+
+
+def normalize_field(default: bool = False):
+    return described(default, "L2-normalise the vectors (cosine similarity); unset when built from a checkpoint = "
+                              "its own")
+
+
+def similarity_scale_field():
+    return described(1.0, "s in sim = s * q.p: 1 for dot product (papers), ~20 for cosine (an inverse "
+                          "temperature: unscaled cosines give a flat softmax)")
+
+
+def mlm_head_field():
+    return described(False, "a masked-LM head per tower, tied to its word embeddings, for the auxiliary MLM loss "
+                            "(DE Table 9)")
 
 
 def pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
@@ -61,20 +90,67 @@ def checkpoint_pooling(path: str | Path) -> tuple[str, bool] | None:
 
 
 @dataclass
-class RetrieverOutput(ModelOutput):
-    """Question and passage representations from one forward, the architecture's auxiliary loss
-    (beta * L_ent for learned TASER routing, TASER Eq. 5; zero otherwise) and, when masked inputs were given, the
-    masked-LM loss (DE Table 9)."""
+class TokenReps:
+    """Late-interaction representations: every token's vector `[B, L, d]` and its attention mask `[B, L]`
+    (padding never scores). Indexing selects rows, like a `[B, d]` tensor of pooled vectors."""
 
-    q_reps: torch.Tensor | None = None
-    p_reps: torch.Tensor | None = None
-    aux_loss: torch.Tensor | None = None
+    vectors: torch.Tensor
+    mask: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.vectors.shape[0]
+
+    def __getitem__(self, rows) -> "TokenReps":
+        if isinstance(rows, int):
+            rows = slice(rows, rows + 1)
+        return TokenReps(self.vectors[rows], self.mask[rows])
+
+    def pad_to(self, length: int) -> "TokenReps":
+        """The same rows padded (zero vectors, mask 0) to `length` tokens."""
+        extra = length - self.vectors.shape[1]
+        if extra < 0:
+            raise ValueError(f"cannot pad {self.vectors.shape[1]} tokens to {length}")
+        if extra == 0:
+            return self
+        return TokenReps(F.pad(self.vectors, (0, 0, 0, extra)), F.pad(self.mask, (0, extra)))
+
+    def to(self, device: torch.device | str) -> "TokenReps":
+        return TokenReps(self.vectors.to(device), self.mask.to(device))
+
+    def float(self) -> "TokenReps":
+        return TokenReps(self.vectors.float(), self.mask)
+
+    @staticmethod
+    def cat(parts: "list[TokenReps]") -> "TokenReps":
+        """Rows of every part, padded to the longest."""
+        length = max(p.vectors.shape[1] for p in parts)
+        padded = [p.pad_to(length) for p in parts]
+        return TokenReps(torch.cat([p.vectors for p in padded]), torch.cat([p.mask for p in padded]))
+
+
+Reps = torch.Tensor | TokenReps  # what encode_query / encode_passage return: [B, d] pooled vectors or token vectors
+
+
+def cat_reps(parts: list[Reps]) -> Reps:
+    """Concatenate representations along the batch (token representations padded to the longest)."""
+    return TokenReps.cat(parts) if isinstance(parts[0], TokenReps) else torch.cat(parts)
+
+
+@dataclass
+class RetrieverOutput(ModelOutput):
+    """From one forward: TASER's routing entropy L_ent (Eq. 4, summed over the specialized blocks and the two
+    sides; zero without learned routing: trainers weight it by beta, Eq. 5), the question and passage
+    representations and, when masked inputs were given, the masked-LM loss (DE Table 9)."""
+
+    entropy: torch.Tensor | None = None  # first: ModelOutput treats a non-tensor first field as a container
+    q_reps: Reps | None = None
+    p_reps: Reps | None = None
     mlm_loss: torch.Tensor | None = None
 
 
 class BiEncoderMixin:
-    """Shared methods of `TaserModel` and `DPRModel`. Subclasses implement `_encode(kind, ...)` returning
-    (last_hidden_state, aux_loss) and `_mlm(kind)` returning (MaskedLMHead, word embedding weights) of the tower
+    """Shared methods of `TaserModel`, `DPRModel` and `ColbertModel`. Subclasses implement `_encode(kind, ...)`
+    returning (last_hidden_state, L_ent) and `_mlm(kind)` returning (MaskedLMHead, word embedding weights) of the tower
     that encodes `kind`, and hold `config.pooling`, `config.normalize`, `config.similarity_scale`,
     `config.mlm_head`."""
 
@@ -93,25 +169,33 @@ class BiEncoderMixin:
         head, word_embeddings = self._mlm(kind)
         return masked_lm_loss(head(hidden, word_embeddings), labels)
 
-    def _pooled(self, kind: Kind, input_ids, attention_mask, token_type_ids=None):
-        hidden, aux = self._encode(kind, input_ids, attention_mask, token_type_ids)
+    @property
+    def entropy_weight(self) -> float:
+        """beta of TASER Eq. 5 (0 for architectures without learned routing)."""
+        return float(getattr(self.config, "entropy_weight", 0.0))
+
+    def _represent(self, kind: Kind, input_ids, attention_mask, token_type_ids=None):
+        """(representation, L_ent) of a `kind` batch: pooled vectors here; ColBERT returns token vectors."""
+        hidden, entropy = self._encode(kind, input_ids, attention_mask, token_type_ids)
         reps = pool(hidden, attention_mask, self.config.pooling)
         if self.config.normalize:
             reps = F.normalize(reps, dim=-1)
-        return reps, aux
+        return reps, entropy
 
-    def encode_query(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
-        return self._pooled("query", input_ids, attention_mask, token_type_ids)[0]
+    def encode_query(self, input_ids, attention_mask, token_type_ids=None) -> Reps:
+        return self._represent("query", input_ids, attention_mask, token_type_ids)[0]
 
-    def encode_passage(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
-        return self._pooled("passage", input_ids, attention_mask, token_type_ids)[0]
+    def encode_passage(self, input_ids, attention_mask, token_type_ids=None) -> Reps:
+        return self._represent("passage", input_ids, attention_mask, token_type_ids)[0]
 
     def encode_tokens(self, kind: Kind, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         """Every token's final vector [B, L, d] (for late interaction, see `colbert`)."""
         return self._encode(kind, input_ids, attention_mask, token_type_ids)[0]
 
     def compute_similarity(self, q_reps: torch.Tensor, p_reps: torch.Tensor) -> torch.Tensor:
-        """sim(q, p) = s * q^T p (TASER Sec. 2; s = 1 for dot product, s > 1 to sharpen cosine scores)."""
+        """sim(q, p) = s * q^T p for every question against every passage, `[Bq, Bp]` (TASER Sec. 2; s = 1 for
+        dot product, s > 1 to sharpen cosine scores). Holds no parameters, so trainers may call it outside the
+        (DistributedDataParallel) forward, on passages gathered from every device."""
         return self.config.similarity_scale * q_reps @ p_reps.transpose(0, 1)
 
     def forward(self, query: dict | None = None, passage: dict | None = None,
@@ -120,16 +204,16 @@ class BiEncoderMixin:
         masked batches (the same dicts plus `labels`) also return the mean of their masked-LM losses. Everything
         goes through this one forward so that DistributedDataParallel sees every parameter used."""
         q_reps = p_reps = None
-        aux = []
+        entropies = []
         if query is not None:
-            q_reps, a = self._pooled("query", **query)
-            aux.append(a)
+            q_reps, e = self._represent("query", **query)
+            entropies.append(e)
         if passage is not None:
-            p_reps, a = self._pooled("passage", **passage)
-            aux.append(a)
-        aux_loss = sum(aux) if aux else None
+            p_reps, e = self._represent("passage", **passage)
+            entropies.append(e)
+        entropy = sum(entropies) if entropies else None
         mlm = [self.masked_lm_loss(kind, **batch) for kind, batch in (("query", masked_query),
                                                                       ("passage", masked_passage))
                if batch is not None]
         mlm_loss = torch.stack(mlm).mean() if mlm else None
-        return RetrieverOutput(q_reps=q_reps, p_reps=p_reps, aux_loss=aux_loss, mlm_loss=mlm_loss)
+        return RetrieverOutput(entropy=entropy, q_reps=q_reps, p_reps=p_reps, mlm_loss=mlm_loss)

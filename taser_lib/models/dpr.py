@@ -9,7 +9,8 @@ from torch import nn
 from transformers import BertConfig, BertModel, PreTrainedModel
 
 from ..errors import ConfigError
-from .common import POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling
+from .common import (POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling, mlm_head_field, normalize_field,
+                     pooling_field, similarity_scale_field)
 from .mlm_head import MaskedLMHead, init_head
 from .weights import load_bert
 
@@ -18,10 +19,10 @@ class DPRConfig(BertConfig):
     """A BERT config (shared by both towers) plus the bi-encoder's pooling and similarity."""
 
     model_type = "taser-dpr"
-    pooling: str = "cls"
-    normalize: bool = False
-    similarity_scale: float = 1.0
-    mlm_head: bool = False  # a masked-LM head per tower for the auxiliary MLM loss (DE Table 9)
+    pooling: str = pooling_field()
+    normalize: bool = normalize_field()
+    similarity_scale: float = similarity_scale_field()
+    mlm_head: bool = mlm_head_field()
 
     def __post_init__(self, **kwargs):
         super().__post_init__(**kwargs)

@@ -28,8 +28,9 @@ from transformers import PreTrainedTokenizerBase
 from transformers.activations import GELUActivation
 from transformers.models.bert.modeling_bert import BertIntermediate, BertOutput, BertSelfOutput
 
+from ..errors import ConfigError
 from ..io import atomic_dir
-from .common import Kind
+from .common import Kind, Reps, TokenReps, cat_reps
 
 PassageInput = str | tuple[str, str]
 
@@ -111,7 +112,9 @@ def fused_cpu_linears(model: nn.Module, enabled: bool = True) -> Iterator[nn.Mod
 
 
 class DenseEncoder:
-    """`encode_queries` / `encode_passages` for a `TaserModel` or `DPRModel` and its tokenizer.
+    """`encode_queries` / `encode_passages` (float32 arrays for a dense index) for a `TaserModel` or `DPRModel`
+    and its tokenizer; `represent_queries` / `represent_passages` (the model's own representations, ColBERT's
+    token vectors too) for scoring with the model's `compute_similarity`.
 
     `fuse_cpu_linears=False` keeps PyTorch's stock CPU kernels (see `fused_cpu_linears`)."""
 
@@ -153,10 +156,41 @@ class DenseEncoder:
         enc = self.tokenize_passages(passages)
         return self._encode("passage", enc["input_ids"], enc.get("token_type_ids"), batch_size, desc="passages")
 
+    def represent_queries(self, texts: Sequence[str], batch_size: int | None = None) -> Reps:
+        """The model's own representations of `texts` in input order, on the CPU in float32: `[n, d]` vectors,
+        or `TokenReps` (ColBERT, padded to the longest text); score them with the model's `compute_similarity`."""
+        return self._represent("query", self.tokenize_queries(texts), None, batch_size, desc="queries")
+
+    def represent_passages(self, passages: Sequence[PassageInput], batch_size: int | None = None) -> Reps:
+        enc = self.tokenize_passages(passages)
+        return self._represent("passage", enc["input_ids"], enc.get("token_type_ids"), batch_size, desc="passages")
+
+    def _represent(self, kind: Kind, input_ids, token_type_ids, batch_size, desc: str) -> Reps:
+        parts, rows = [], []
+        for idx, reps in self._batches(kind, input_ids, token_type_ids, batch_size, desc):
+            parts.append(reps.to("cpu").float())
+            rows.append(torch.from_numpy(idx))
+        if not parts:
+            raise ValueError(f"no {desc} to encode")
+        inverse = torch.empty(len(input_ids), dtype=torch.long)
+        inverse[torch.cat(rows)] = torch.arange(len(input_ids))
+        return cat_reps(parts)[inverse]
+
     def _encode(self, kind: Kind, input_ids: list[list[int]], token_type_ids: list[list[int]] | None,
                 batch_size: int | None, desc: str) -> np.ndarray:
-        batch_size = batch_size or self.batch_size
         out = np.empty((len(input_ids), self.dim), dtype=np.float32)
+        for idx, reps in self._batches(kind, input_ids, token_type_ids, batch_size, desc):
+            if isinstance(reps, TokenReps):
+                raise ConfigError(f"{type(self.model).__name__} represents a text by its token vectors, not one "
+                                  "vector: it cannot fill a dense index; score with represent_* and the model's "
+                                  "compute_similarity")
+            out[idx] = reps.float().cpu().numpy()
+        return out
+
+    def _batches(self, kind: Kind, input_ids: list[list[int]], token_type_ids: list[list[int]] | None,
+                 batch_size: int | None, desc: str) -> Iterator[tuple[np.ndarray, Reps]]:
+        """(input rows, their representations) per padded batch, longest inputs first."""
+        batch_size = batch_size or self.batch_size
         order = np.argsort([-len(x) for x in input_ids], kind="stable")  # longest first: OOM shows up at once
         pad = self.tokenizer.pad_token_id
         bar = tqdm(total=len(input_ids), desc=f"encode {desc}", disable=not self.show_progress, unit="text")
@@ -175,11 +209,9 @@ class DenseEncoder:
                         types[row, :n] = torch.tensor(token_type_ids[i])
                 batch = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
                          "token_type_ids": types.to(self.device)}
-                reps = (self.model.encode_query if kind == "query" else self.model.encode_passage)(**batch)
-                out[idx] = reps.float().cpu().numpy()
+                yield idx, (self.model.encode_query if kind == "query" else self.model.encode_passage)(**batch)
                 bar.update(len(idx))
         bar.close()
-        return out
 
     def save(self, path: str | Path) -> None:
         """Model (safetensors) and tokenizer, loadable with `load_encoder(path)`."""

@@ -33,7 +33,8 @@ from transformers.models.bert.modeling_bert import BertAttention, BertIntermedia
 
 from ..errors import ConfigError
 from ..losses import routing_entropy
-from .common import POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling
+from .common import (POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling, described, mlm_head_field,
+                     normalize_field, pooling_field, similarity_scale_field)
 from .mlm_head import MaskedLMHead, init_head
 from .weights import load_bert
 
@@ -44,15 +45,18 @@ class TaserConfig(BertConfig):
     """A BERT config plus TASER's fields. `shared_blocks` is T, `num_experts` is I."""
 
     model_type = "taser"
-    shared_blocks: int = 2
-    num_experts: int = 2
-    routing: str = "deterministic"
-    pooling: str = "cls"
-    normalize: bool = False
-    similarity_scale: float = 1.0
-    router_temperature: float = 1.0  # Gumbel-softmax temperature for Seq-R / Tok-R
-    entropy_weight: float = 0.01  # beta in Eq. 5 (the paper fixes 0.01)
-    mlm_head: bool = False  # a masked-LM head for the auxiliary MLM loss (DE Table 9), tied to the word embeddings
+    shared_blocks: int = described(2, "T: shared blocks before each specialized one (paper: 2)")
+    num_experts: int = described(2, "I: expert FFNs per specialized block (Det-R needs 2, shared 1; from_bert: "
+                                    "unset = 2, or 1 for shared routing)")
+    routing: str = described("deterministic", "deterministic (Det-R) | sequence (Seq-R) | token (Tok-R) | shared "
+                                              "(TASER_Shared, one expert)")
+    pooling: str = pooling_field()
+    normalize: bool = normalize_field()
+    similarity_scale: float = similarity_scale_field()
+    router_temperature: float = described(1.0, "Gumbel-softmax temperature of Seq-R / Tok-R routing (Eq. 3)")
+    entropy_weight: float = described(0.01, "beta of TASER Eq. 5, the weight of the routing entropy L_ent for "
+                                            "learned routing (paper: 0.01)")
+    mlm_head: bool = mlm_head_field()
 
     def __post_init__(self, **kwargs):
         super().__post_init__(**kwargs)
@@ -147,7 +151,7 @@ class TaserLayer(GradientCheckpointingLayer):
 
 class TaserModel(BiEncoderMixin, BertModel):
     """TASER encoder (Det-R, Seq-R, Tok-R or shared). `encode_query` / `encode_passage` return pooled vectors;
-    `forward(query=..., passage=...)` returns both with beta * L_ent as `aux_loss`."""
+    `forward(query=..., passage=...)` returns both with the routing entropy L_ent (Eq. 4) as `entropy`."""
 
     config_class = TaserConfig
     _no_split_modules = ["BertEmbeddings", "BertLayer", "TaserLayer"]
@@ -157,7 +161,11 @@ class TaserModel(BiEncoderMixin, BertModel):
         for i in config.specialized_layers:
             self.encoder.layer[i] = TaserLayer(config, layer_idx=i)
         self.mlm_head = MaskedLMHead(config) if config.mlm_head else None
+        self._add_modules(config)
         self.post_init()
+
+    def _add_modules(self, config: TaserConfig) -> None:
+        """Subclasses add their own modules here (before the weights are initialised)."""
 
     def _mlm(self, kind: Kind):
         return self.mlm_head, self.embeddings.word_embeddings.weight  # one tower: one head for both sides
@@ -181,31 +189,31 @@ class TaserModel(BiEncoderMixin, BertModel):
             hidden = BertModel.forward(self, input_ids=input_ids, attention_mask=attention_mask,
                                        token_type_ids=token_type_ids).last_hidden_state
             entropies = [layer.entropy for layer in self.taser_layers if layer.entropy is not None]
-        aux = (self.config.entropy_weight * torch.stack(entropies).sum() if entropies
-               else hidden.new_zeros(()))
-        return hidden, aux
+        entropy = torch.stack(entropies).sum() if entropies else hidden.new_zeros(())
+        return hidden, entropy
 
     @classmethod
-    def from_bert(cls, name_or_path: str | Path = "default", *, shared_blocks: int = 2, num_experts: int | None = None,
-                  routing: str = "deterministic", pooling: str | None = None, normalize: bool | None = None,
-                  allow_pickle: bool = False, **config_overrides) -> "TaserModel":
-        """Build TASER from a plain BERT checkpoint: attention and embeddings copied, every expert of a
-        specialized block initialised from that block's pretrained FFN (App. A), routers freshly initialised.
+    def from_bert(cls, name_or_path: str | Path = "default", *, pooling: str | None = None,
+                  normalize: bool | None = None, allow_pickle: bool = False, **config_fields) -> "TaserModel":
+        """Build TASER (or a subclass: its config class) from a plain BERT checkpoint: attention and embeddings
+        copied, every expert of a specialized block initialised from that block's pretrained FFN (App. A), routers
+        freshly initialised. `config_fields` set the config class's fields (shared_blocks, routing, ...).
 
-        `pooling` / `normalize` default to the checkpoint's own (sentence-transformers config), else [CLS].
+        `pooling` / `normalize` default to the checkpoint's own (sentence-transformers config), else [CLS];
+        `num_experts` to 2, or 1 for shared routing.
         """
         bert, path = load_bert(name_or_path, allow_pickle)
         own = checkpoint_pooling(path)
-        if num_experts is None:
-            num_experts = {"deterministic": 2, "shared": 1}.get(routing, 2)
-        config = TaserConfig(**{
+        config_class = cls.config_class
+        routing = config_fields.get("routing", config_class.routing)
+        config_fields.setdefault("num_experts", 1 if routing == "shared" else 2)
+        config = config_class(**{
             **bert.config.to_dict(),
-            "model_type": "taser",
-            "shared_blocks": shared_blocks, "num_experts": num_experts, "routing": routing,
+            "model_type": config_class.model_type,
             "pooling": pooling or (own[0] if own else "cls"),
-            "normalize": normalize if normalize is not None else (own[1] if own else False),
-            "architectures": ["TaserModel"],
-            **config_overrides,
+            "normalize": normalize if normalize is not None else (own[1] if own else config_class.normalize),
+            "architectures": [cls.__name__],
+            **config_fields,
         })
         model = cls(config)
         model.load_bert_weights(bert)

@@ -1,7 +1,8 @@
 """Hard negatives from a run: the highest-ranked passages that are not answers.
 
-Used for SQuAD-open's BM25 hard negatives (the top BM25 passage without the answer, as DPR built its training data)
-and TASER Appendix B's second-round negatives from a dense model's top 100.
+Used for SQuAD-open's BM25 hard negatives (the top BM25 passages without the answer, as DPR built its training
+data; `squad_open_miner` is what preparing it runs) and TASER Appendix B's second-round negatives from a dense model's
+top 100.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def mine_hard_negatives(run: Run, queries: Queries, matcher: AnswerMatcher | Non
                         depth: int | None = None) -> dict[str, list[str]]:
     """Per query, up to n doc ids from its ranking (best first, within the top `depth`) that are neither in
     `exclude[qid]` (e.g. the gold positives, or qrels' relevant docs) nor contain an answer by DPR's rule
-    (`matcher`; None for qrels datasets, where `exclude` alone decides).
+    (`matcher`; None for qrels datasets, where `exclude` alone decides, as it does for a query without answers).
 
     Every query gets a list, possibly shorter than n (or empty when the query is absent from the run).
     """
@@ -37,7 +38,7 @@ def mine_hard_negatives(run: Run, queries: Queries, matcher: AnswerMatcher | Non
         skip = exclude.get(qid, ()) if exclude is not None else ()
         found: list[str] = []
         for doc_id in ranked_ids(run.get(qid, {}), depth):
-            if doc_id in skip or (matcher is not None and matcher.has_answer(query, doc_id)):
+            if doc_id in skip or (matcher is not None and query.answers and matcher.has_answer(query, doc_id)):
                 continue
             found.append(doc_id)
             if len(found) == n:
@@ -61,3 +62,19 @@ def bm25_hard_negatives(queries: Queries, corpus: Corpus, exclude: Mapping[str, 
     return mined, {"method": "bm25", "bm25": asdict(params), "depth": depth, "per_question": n,
                    "rule": "highest-ranked BM25 passages that are not positives and contain no answer "
                            "(DPR's has-answer rule)"}
+
+
+def squad_open_miner(per_question: int, progress: bool = True):
+    """The miner `taser_lib.data.registry.prepare("squad-open", negatives=...)` takes: BM25 hard negatives of every
+    split's questions (one index over the shared corpus), their positives excluded."""
+
+    def mine(squad_open) -> tuple[dict[str, list[str]], dict[str, Any]]:
+        index = BM25Index.build(squad_open.corpus, progress=progress)
+        negatives: dict[str, list[str]] = {}
+        meta: dict[str, Any] = {}
+        for queries in squad_open.splits.values():
+            mined, meta = bm25_hard_negatives(queries, squad_open.corpus, {q: squad_open.positives[q] for q in queries},
+                                              per_question, index=index, progress=progress)
+            negatives.update(mined)
+        return negatives, meta
+    return mine

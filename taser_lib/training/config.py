@@ -2,13 +2,17 @@
 
 A config file has a `kind` (default ``retriever``) and the sections that kind's dataclass declares. Each kind is
 registered with `register_kind(kind, config_class, run)`; `run(config) -> TrainResult` trains. The retriever kind
-(``retriever``: DPR, TASER with any routing, TASER_Shared, optionally with TASER App. B hard-negative mining) is
-defined here and registered by `taser_lib.training.mining`; other trainers register their own kinds from their
-own modules in this package (`discover_kinds` imports every module of `taser_lib.training`, so a new module that
+(``retriever``: DPR, TASER with any routing, TASER_Shared or ColBERT, optionally with TASER App. B hard-negative
+mining) is defined here and registered by `taser_lib.training.mining`; other trainers register their own kinds from
+their own modules in this package (`discover_kinds` imports every module of `taser_lib.training`, so a new module that
 calls `register_kind` at import needs no edit here). Their config dataclasses reuse `ModelConfig` and `LoopConfig`.
 
     >>> config = load_config("configs/squad_open_taser.yaml")          # errors name file, line and key
     >>> print(default_yaml("retriever"))                                # the full default config, commented
+
+The model section names `arch`, `name_or_path` and `overrides`: fields of the architecture's Hugging Face config
+class, validated by it (`models.auto`); that class, not this module, defines and documents them. Help texts come
+from the fields themselves (dataclass field metadata), here and in `LoopConfig`.
 
 Loading is strict: an unknown key, a missing required key or a value of the wrong type is a `FormatError` naming
 the file, the line and the dotted key. One tolerance: a float field accepts a numeric string, because YAML 1.1
@@ -25,11 +29,12 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
 from ..errors import ConfigError, FormatError
+from ..models.auto import RETRIEVER_ARCHS, check_overrides, model_fields
 from .loop import LoopConfig
 
 
@@ -40,48 +45,81 @@ def _help(text: str, **kwargs) -> Any:
 
 # --- the retriever kind ----------------------------------------------------------------------------------------
 
-RETRIEVER_ARCHS = ("dpr", "taser", "shared")
-SOURCE_FORMATS = ("squad-open", "dpr-json")
+SOURCE_FORMATS = ("squad-open", "dpr-json", "beir")
+
+
+OLD_MODEL_KEYS = ("routing", "shared_blocks", "num_experts", "pooling", "normalize", "similarity_scale",
+                  "entropy_weight")
 
 
 @dataclass
 class ModelConfig:
+    """A training config's model section: the architecture, the checkpoint it starts from and the fields of the
+    architecture's Hugging Face config class to set (`models.auto.model_fields(arch)` lists them with their help;
+    that class is the only place they are defined). Each kind admits the archs in `archs`."""
+
+    arch: str = _help("dpr (two towers) | taser (any routing) | shared (one tower, TASER_Shared) | colbert "
+                      "(late interaction)", default="taser")
     name_or_path: str = _help("starting checkpoint: 'default' (packaged MiniLM, offline), a folder or a hub name",
                               default="default")
-    arch: str = _help("dpr (two towers) | taser | shared (one tower, TASER_Shared)", default="taser")
-    routing: str = _help("taser only: deterministic (Det-R) | sequence (Seq-R) | token (Tok-R)",
-                         default="deterministic")
-    shared_blocks: int = _help("taser only: T, shared blocks before each specialized one (paper: 2)", default=2)
-    num_experts: int = _help("taser only: I, expert FFNs per specialized block (Det-R needs 2)", default=2)
-    pooling: str | None = _help("cls | mean; null = the checkpoint's own (mean for the default, cls for BERT)",
-                                default=None)
-    normalize: bool | None = _help("L2-normalise the vectors (cosine); null = the checkpoint's own",
-                                   default=None)
-    similarity_scale: float = _help("s in sim = s * q.p: 1 for dot product (papers), ~20 for cosine", default=1.0)
-    entropy_weight: float = _help("beta of TASER Eq. 5 for learned routing (paper: 0.01)", default=0.01)
+    overrides: dict[str, Any] = _help("fields of the arch's model config, validated by it (below: each with its "
+                                      "default)", default_factory=dict)
+
+    archs: ClassVar[tuple[str, ...]] = RETRIEVER_ARCHS
 
     def __post_init__(self):
-        if self.arch not in RETRIEVER_ARCHS:
-            raise ConfigError(f"model.arch must be one of {RETRIEVER_ARCHS}, got {self.arch!r}")
-        if self.pooling not in (None, "cls", "mean"):
-            raise ConfigError(f"model.pooling must be cls, mean or null, got {self.pooling!r}")
-        if not self.similarity_scale > 0:
-            raise ConfigError(f"model.similarity_scale must be > 0, got {self.similarity_scale}")
+        if self.arch not in self.archs:
+            raise _keyed(ConfigError(f"model.arch must be one of {self.archs}, got {self.arch!r}"), "arch")
+        try:
+            self.overrides = check_overrides(self.arch, self.overrides)
+        except ConfigError as err:
+            raise _keyed(ConfigError(f"model.overrides.{err.key}: {err}"), f"overrides.{err.key}") from None
+
+    @staticmethod
+    def unknown_key_hint(key: str) -> str:
+        if key in OLD_MODEL_KEYS:
+            return (f"; model fields moved under model.overrides (validated by the arch's model config): write "
+                    f"`overrides: {{{key}: ...}}` (see `taser train --print-config`)")
+        return ""
+
+    @staticmethod
+    def not_a_mapping_hint(value: Any) -> str:
+        if isinstance(value, str):
+            return f"; the model is a section now: write `model: {{arch: ..., name_or_path: {value}}}`"
+        return ""
+
+
+@dataclass
+class CrossEncoderModelConfig(ModelConfig):
+    """The model section of a cross-encoder run: its BERT body from `name_or_path`, the scoring head fresh."""
+
+    arch: str = _help("cross-encoder (BERT over [CLS] q [SEP] d [SEP], a linear score on [CLS])",
+                      default="cross-encoder")
+
+    archs: ClassVar[tuple[str, ...]] = ("cross-encoder",)
+
+
+def _keyed(err: ConfigError, key: str) -> ConfigError:
+    """Tag a validation error with the field it is about (relative to its section), for the file's line."""
+    err.key = key
+    return err
 
 
 @dataclass
 class DataSource:
-    format: str = _help("squad-open (prepared benchmark) | dpr-json (DPR retriever json, plain or .gz)",
+    format: str = _help("squad-open (prepared benchmark) | dpr-json (DPR retriever json, plain or .gz) | beir "
+                        "(qrels dataset: its split's judged queries and relevant docs, BM25 negatives from its corpus)",
                         default="squad-open")
-    split: str = _help("squad-open: train | dev | test (ignored for dpr-json)", default="train")
+    split: str = _help("squad-open, beir: train | dev | test (ignored for dpr-json)", default="train")
     path: str | None = _help("dpr-json: the file; squad-open: the prepared folder (null = the data directory's, "
-                             "from `taser data prepare squad-open`)", default=None)
+                             "prepared if missing); beir: a BEIR folder or zip, a prepared folder or a registered "
+                             "NAME", default=None)
 
     def __post_init__(self):
         if self.format not in SOURCE_FORMATS:
             raise ConfigError(f"data source format must be one of {SOURCE_FORMATS}, got {self.format!r}")
-        if self.format == "dpr-json" and not self.path:
-            raise ConfigError("a dpr-json data source needs a path")
+        if self.format in ("dpr-json", "beir") and not self.path:
+            raise ConfigError(f"a {self.format} data source needs a path")
 
 
 @dataclass
@@ -159,27 +197,19 @@ class TrainConfig:
     loop: LoopConfig = field(default_factory=lambda: LoopConfig(output_dir="runs/retriever"))
     mining: MiningConfig = field(default_factory=MiningConfig)
 
+    def __post_init__(self):
+        if self.model.arch == "colbert":
+            # R@K evaluation and mining search a dense (one vector per passage) index
+            if self.data.dev is not None or self.data.train_eval_questions:
+                raise _keyed(ConfigError("a colbert retriever has no dense index for R@K evaluation: set data.dev "
+                                         "to null and data.train_eval_questions to 0 (score it by re-ranking)"),
+                             "model.arch")
+            if self.mining.enabled:
+                raise _keyed(ConfigError("hard-negative mining retrieves with a dense index; a colbert retriever "
+                                         "has none"), "mining.enabled")
 
-LOOP_HELP = {
-    "output_dir": "run folder: checkpoints, learning curve, best/ and final/ models (`--output-dir` overrides)",
-    "seed": "seeds data order, negatives sampling, dropout",
-    "lr": "peak learning rate (AdamW), reached after warm-up",
-    "weight_decay": "AdamW weight decay (not on biases and LayerNorm)",
-    "warmup_ratio": "fraction of the steps with linear warm-up; then linear decay to 0",
-    "epochs": "passes over the training batches (fractions allowed)",
-    "max_steps": "optimiser steps; overrides epochs when set (0: only evaluate the starting model)",
-    "batch_size": "questions per batch and device",
-    "grad_accum": "micro-batches per optimiser step",
-    "layerwise_lr_decay": "e.g. 0.9: each layer down gets 0.9x the layer above's LR; null = off",
-    "max_grad_norm": "gradient clipping norm; null = off",
-    "bf16": "bfloat16 autocast (CUDA only; CPU runs stay float32)",
-    "checkpoint_every": "steps between checkpoints (and one at the end); resumes start from the newest",
-    "eval_every": "steps between evaluations (also at step 0 and at the end)",
-    "keep_last": "checkpoints kept",
-    "select_metric": "dev metric choosing output_dir/best",
-    "select_mode": "max | min",
-    "log_every": "steps between log lines",
-}
+
+LOOP_HELP = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(LoopConfig)}  # from the fields
 
 
 # --- kinds -----------------------------------------------------------------------------------------------------
@@ -255,17 +285,19 @@ class _Builder:
             line = self.lines.get(where)
         if line == SET_BY_OVERRIDE:
             return FormatError(self.path, None, key or None, f"{message} (given by --set {where}=...)")
-        return FormatError(self.path, line, where or None, message)
+        return FormatError(self.path, line, where or key or None, message)
 
     def dataclass_(self, cls: type, data: Any, where: str) -> Any:
         if not isinstance(data, dict):
-            raise self.error(where, f"expected a mapping for {cls.__name__}, got {type(data).__name__}")
+            hint = cls.not_a_mapping_hint(data) if hasattr(cls, "not_a_mapping_hint") else ""
+            raise self.error(where, f"expected a mapping for {cls.__name__}, got {type(data).__name__}{hint}")
         hints = typing.get_type_hints(cls)
         known = {f.name: f for f in dataclasses.fields(cls)}
         for key in data:
             if key not in known:
+                hint = cls.unknown_key_hint(key) if hasattr(cls, "unknown_key_hint") else ""
                 raise self.error(f"{where}.{key}" if where else str(key),
-                                 f"unknown key; {where or 'the top level'} takes {', '.join(known)}")
+                                 f"unknown key; {where or 'the top level'} takes {', '.join(known)}{hint}")
         kwargs = {}
         for name, f in known.items():
             key = f"{where}.{name}" if where else name
@@ -276,7 +308,11 @@ class _Builder:
         try:
             return cls(**kwargs)
         except ConfigError as err:
-            raise self.error(where, str(err)) from None
+            key = getattr(err, "key", None)
+            if key is None:
+                raise self.error(where, str(err)) from None
+            full = f"{where}.{key}" if where else key
+            raise self.error(full, str(err).removeprefix(f"{full}: ")) from None
 
     def value(self, hint: Any, value: Any, key: str) -> Any:
         origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -395,9 +431,24 @@ def config_to_dict(config: Any) -> dict[str, Any]:
 
 
 def _comments(cls: type) -> dict[str, str]:
-    if cls is LoopConfig:
-        return LOOP_HELP
+    """Help texts of a config dataclass: its fields' own (`_help` metadata)."""
     return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+
+def _emit_overrides(model: ModelConfig, comment: str, pad: str, out: list[str]) -> None:
+    """A model section's overrides, then every other field of the arch's model config as a commented line with
+    its default and help, both from the config class."""
+    fields = model_fields(model.arch)
+    if model.overrides:
+        out.append(f"{pad}overrides:{comment}")
+        for key, value in model.overrides.items():
+            help_text = fields.get(key, (None, ""))[1]
+            out.append(f"{pad}  {key}: {_yaml_scalar(value)}" + (f"  # {help_text}" if help_text else ""))
+    else:
+        out.append(f"{pad}overrides: {{}}{comment}")
+    for key, (default, help_text) in fields.items():
+        if key not in model.overrides:
+            out.append(f"{pad}  # {key}: {_yaml_scalar(default)}  # {help_text}")
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -411,7 +462,9 @@ def _emit(obj: Any, indent: int, out: list[str]) -> None:
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         comment = f"  # {comments[f.name]}" if comments.get(f.name) else ""
-        if dataclasses.is_dataclass(value):
+        if isinstance(obj, ModelConfig) and f.name == "overrides":
+            _emit_overrides(obj, comment, pad, out)
+        elif dataclasses.is_dataclass(value):
             out.append(f"{pad}{f.name}:{comment}")
             _emit(value, indent + 2, out)
         elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
@@ -430,10 +483,19 @@ def to_yaml(config: Any) -> str:
     return "\n".join(out) + "\n"
 
 
-def default_config(kind: str = "retriever") -> Any:
-    return get_kind(kind).config_class()
+def default_config(kind: str = "retriever", arch: str | None = None) -> Any:
+    """`kind`'s default config; with `arch`, its model section builds that architecture instead."""
+    config = get_kind(kind).config_class()
+    if arch is not None:
+        if not isinstance(getattr(config, "model", None), ModelConfig):
+            raise ConfigError(f"kind {kind!r} has no model section with an arch")
+        model = dataclasses.replace(config.model, arch=arch, overrides={})
+        config = dataclasses.replace(config, model=model)
+    return config
 
 
-def default_yaml(kind: str = "retriever") -> str:
-    """Every field of `kind`'s config with its default and a comment."""
-    return f"# taser train --config FILE: defaults of kind '{kind}'\n" + to_yaml(default_config(kind))
+def default_yaml(kind: str = "retriever", arch: str | None = None) -> str:
+    """Every field of `kind`'s config with its default and a comment (the model fields of `arch`, default: the
+    kind's own default arch)."""
+    header = f"# taser train --config FILE: defaults of kind '{kind}'" + (f", arch '{arch}'" if arch else "")
+    return header + "\n" + to_yaml(default_config(kind, arch))

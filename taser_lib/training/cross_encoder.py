@@ -3,7 +3,8 @@ on-disk cache of its scores that distillation reads.
 
 Training (the paper's CA baseline, §5 and Appendix B): each query with one positive and K-1 BM25 negatives,
 one-hot softmax cross-entropy over the K scores (Eq. 1, label smoothing optional, Table 8). Evaluation re-ranks
-each query's candidates and reports MRR@10 and nDCG@10; the best checkpoint is chosen on dev nDCG@10 (the paper,
+each query's candidates and reports MRR@10 and nDCG@10 (`evaluation.reranking`; the test split's per-query values
+go to test_per_query.csv beside test_metrics.json); the best checkpoint is chosen on dev nDCG@10 (the paper,
 following Hofstätter et al. 2020, early-stops on nDCG@10).
 
     >>> sets = squad_open_reranking(load_squad_open(folder), k=16, limits={"dev": 200})
@@ -25,20 +26,19 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..data.types import Run
 from ..errors import ConfigError
-from ..evaluation.metrics import evaluate as evaluate_run
-from ..io import atomic_dir, atomic_write_json
+from ..evaluation.records import per_query_path
+from ..evaluation.reranking import RERANK_MEASURES, record_test_metrics, rerank_metrics
+from ..io import atomic_dir
 from ..losses import softmax_ce
 from ..meta import run_metadata
 from ..models import CrossEncoderModel, build_model, default_device, load_tokenizer
-from .config import _help, register_kind
+from .config import CrossEncoderModelConfig, _help, register_kind
 from .loop import LoopConfig, TrainResult, run_training
 from .reranking import GroupBatches, RerankingDataConfig, RerankingSet, passage_text, sample_group
 
 logger = logging.getLogger(__name__)
 
-RERANK_MEASURES = ("MRR@10", "nDCG@10")
 CACHE_SCORES, CACHE_INDEX = "scores.npy", "index.json"
 
 
@@ -87,16 +87,6 @@ def score_reranking_set(model: CrossEncoderModel, tokenizer, rset: RerankingSet,
                        progress=progress)
     bounds = np.cumsum([0] + [len(rset.candidates[q]) for q in qids])
     return {q: flat[bounds[i]:bounds[i + 1]] for i, q in enumerate(qids)}
-
-
-def scores_to_run(rset: RerankingSet, scores: dict[str, np.ndarray]) -> Run:
-    return {q: {d: float(s) for d, s in zip(rset.candidates[q], scores[q])} for q in rset.candidates}
-
-
-def rerank_metrics(rset: RerankingSet, scores: dict[str, np.ndarray],
-                   measures: Sequence[str] = RERANK_MEASURES) -> dict[str, float]:
-    """MRR@10 / nDCG@10 (ir-measures) of the candidates re-ranked by `scores`, over the judged queries."""
-    return evaluate_run(scores_to_run(rset, scores), rset.qrels(), measures)
 
 
 # --- training ------------------------------------------------------------------------------------------------------
@@ -178,18 +168,22 @@ def reranking_evaluator(rset: RerankingSet, tokenizer, max_length: int, batch_si
 
 
 def train_cross_encoder(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConfig,
-                        training: CrossEncoderTraining = CrossEncoderTraining(), start_from: str = "default", *,
+                        training: CrossEncoderTraining = CrossEncoderTraining(),
+                        start_from: str | CrossEncoderModelConfig = "default", *,
                         progress: bool = True) -> tuple[CrossEncoderModel, TrainResult]:
-    """Train the CA teacher from the BERT body of checkpoint `start_from` (the scoring head starts fresh).
-    Every evaluation re-ranks all of `dev_set` (sample it first for CPU budgets). Returns the model with the best
-    dev `loop.select_metric` (nDCG@10, as the paper, or MRR@10) and the loop's result."""
+    """Train the CA teacher from the BERT body of checkpoint `start_from` (a name or path, or a model section with
+    overrides; the scoring head starts fresh). Every evaluation re-ranks all of `dev_set` (sample it first for CPU
+    budgets). Returns the model with the best dev `loop.select_metric` (nDCG@10, as the paper, or MRR@10) and the
+    loop's result."""
     check_select_metric(loop)
-    tokenizer = load_tokenizer(start_from)
-    model = build_model("cross-encoder", start_from)
+    if not isinstance(start_from, CrossEncoderModelConfig):
+        start_from = CrossEncoderModelConfig(name_or_path=str(start_from))
+    tokenizer = load_tokenizer(start_from.name_or_path)
+    model = build_model("cross-encoder", start_from.name_or_path, **start_from.overrides)
     batches = cross_encoder_batches(train_set, tokenizer, training.group_size, training.max_length,
                                     loop.batch_size, loop.seed)
     train_slice = train_set.sample(training.train_eval_queries, loop.seed)
-    fingerprint = {"kind": "cross-encoder", "start_from": str(start_from), "training": asdict(training),
+    fingerprint = {"kind": "cross-encoder", "start_from": asdict(start_from), "training": asdict(training),
                    "train_set": train_set.fingerprint(), "dev_set": dev_set.fingerprint()}
     result = run_training(model, cross_encoder_loss(training.label_smoothing), batches, loop,
                           evaluate=reranking_evaluator(dev_set, tokenizer, training.max_length,
@@ -277,23 +271,13 @@ def score_and_cache_teacher(model: CrossEncoderModel, tokenizer, rset: Reranking
 
 # --- `taser train --config FILE` with `kind: cross-encoder` -----------------------------------------------------
 
-def record_test_metrics(path: str | Path, rset: RerankingSet, scores: dict[str, np.ndarray], **extra) -> dict:
-    """Re-ranking metrics of `scores` on `rset`, written atomically to `path` (JSON, with run metadata)."""
-    metrics = rerank_metrics(rset, scores)
-    atomic_write_json(path, {"split": rset.split, "dataset": rset.name, "queries": len(rset.qrels()),
-                             "metrics": metrics, **extra, "metadata": run_metadata()})
-    logger.info("%s/%s test: %s", rset.name, rset.split, metrics)
-    return metrics
-
-
 @dataclass
 class CrossEncoderRunConfig:
     """A CA teacher run (`kind: cross-encoder`): train on the train split, select on dev nDCG@10, cache the
     selected model's scores of every training candidate for distillation, re-rank the test split."""
 
     kind: str = _help("this config's kind", default="cross-encoder")
-    model: str = _help("starting checkpoint: its BERT body ('default' = the packaged MiniLM, offline); the "
-                       "scoring head starts fresh", default="default")
+    model: CrossEncoderModelConfig = field(default_factory=CrossEncoderModelConfig)
     data: RerankingDataConfig = field(default_factory=RerankingDataConfig)
     training: CrossEncoderTraining = field(default_factory=CrossEncoderTraining)
     teacher_cache: str | None = _help("folder caching the selected model's scores of the training candidates "
@@ -311,7 +295,7 @@ def run_cross_encoder(config: CrossEncoderRunConfig) -> TrainResult:
     sets = config.data.load()
     train, dev = sets[config.data.train_split], sets[config.data.dev_split]
     model, result = train_cross_encoder(train, dev, config.loop, config.training, config.model)
-    tokenizer = load_tokenizer(config.model)
+    tokenizer = load_tokenizer(config.model.name_or_path)
     model.to(default_device())
     cache = Path(config.teacher_cache or Path(config.loop.output_dir) / "teacher_scores")
     score_and_cache_teacher(model, tokenizer, train, cache, max_length=config.training.max_length,
@@ -324,6 +308,7 @@ def run_cross_encoder(config: CrossEncoderRunConfig) -> TrainResult:
         path = Path(config.loop.output_dir) / "test_metrics.json"
         record_test_metrics(path, test, scores, model="cross-encoder", best_step=result.best_step)
         result.paths["test_metrics"] = str(path)
+        result.paths["test_per_query"] = str(per_query_path(path))
     return result
 
 

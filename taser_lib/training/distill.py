@@ -1,8 +1,9 @@
 """Dual-encoder (DE) re-rankers: one-hot training and distillation from a cross-attention teacher
 ("In defense of dual-encoders", §4-5).
 
-- Student: a bi-encoder, tied towers by default (arch ``shared``, as the paper ties query and document encoders);
-  s(q, d) = similarity_scale * <q, d> (Eq. 2; the scale matters for cosine models such as the offline default).
+- Student: any retriever (dpr, taser, shared, colbert), tied towers by default (arch ``shared``, as the paper ties
+  query and document encoders), scored by its own `compute_similarity`: s(q, d) = similarity_scale * <q, d>
+  (Eq. 2; the scale matters for cosine models such as the offline default), or MaxSim for ColBERT (Table 7).
 - Supervision per query: one-hot losses get one positive and K-1 negatives sampled from its candidates (the
   paper's DE baseline); distillation losses get the K candidates the teacher scores highest, positives always kept
   (the paper keeps the top 20; Table 6 varies K over 2, 10, 20, 100).
@@ -37,11 +38,13 @@ from transformers.models.bert.modeling_bert import BertEmbeddings
 
 from ..data.answers import AnswerMatcher
 from ..errors import ConfigError
-from ..losses import (focal_loss, input_token_dropout, kl_distill, m3se, margin_mse, mlm_mask, mse, rankdistil_b,
-                      softmax_ce, softmax_ce_distill)
+from ..evaluation.records import per_query_path
+from ..evaluation.reranking import record_test_metrics, rerank_metrics
+from ..losses import (focal_loss, input_token_dropout, joint_loss, kl_distill, m3se, margin_mse, mlm_mask, mse,
+                      rankdistil_b, softmax_ce, softmax_ce_distill)
 from ..models import CrossEncoderModel, DenseEncoder, default_device, load_model, load_tokenizer
 from .config import ModelConfig, _help, register_kind
-from .cross_encoder import check_select_metric, record_test_metrics, rerank_metrics, score_and_cache_teacher
+from .cross_encoder import check_select_metric, score_and_cache_teacher
 from .loop import LoopConfig, TrainResult, run_training, unwrap_model
 from .reranking import GroupBatches, RerankingDataConfig, RerankingSet, sample_group, teacher_top_group
 from .retriever import build_retriever
@@ -53,7 +56,7 @@ ONE_HOT_LOSSES = ("one_hot", "focal")
 _NO_MASS = 100.0  # extras for softmax_ce / kl sit this many temperatures below the lowest teacher score
 # The paper's student has tied towers; the offline default is a cosine model, whose scores need a scale (20, as
 # sentence-transformers' in-batch loss) for softmax losses to train.
-STUDENT = ModelConfig(arch="shared", similarity_scale=20.0)
+STUDENT = ModelConfig(arch="shared", overrides={"similarity_scale": 20.0})
 
 
 @dataclass
@@ -260,7 +263,8 @@ def dual_encoder_loss(training: DistillTraining, tokenizer):
             query = _token_dropout(query, training.token_dropout, special_ids)
             passage = _token_dropout(passage, training.token_dropout, special_ids)
         out = model(query=query, passage=passage, **masked)
-        sim = unwrap_model(model).compute_similarity(out.q_reps, out.p_reps)  # [B, N]
+        core = unwrap_model(model)
+        sim = core.compute_similarity(out.q_reps, out.p_reps)  # [B, N], the student's own scoring
         losses, top1 = [], 0.0
         for i in range(sim.shape[0]):
             own, extra = batch["own"][i], batch["extra"][i].nonzero().flatten()
@@ -270,9 +274,7 @@ def dual_encoder_loss(training: DistillTraining, tokenizer):
             pos = torch.cat([batch["positives"][i], torch.zeros(len(extra), dtype=torch.bool, device=s.device)])
             losses.append(query_loss(s, t, pos[None], training))
             top1 += float(batch["positives"][i][sim[i, own].argmax()])
-        loss = torch.stack(losses).mean()
-        if out.aux_loss is not None:
-            loss = loss + out.aux_loss
+        loss = joint_loss(torch.stack(losses).mean(), out.entropy, core.entropy_weight)  # + beta L_ent (Eq. 5)
         logged = {"top1": top1 / sim.shape[0]}
         if out.mlm_loss is not None:
             loss = loss + training.mlm_weight * out.mlm_loss
@@ -285,23 +287,31 @@ def dual_encoder_loss(training: DistillTraining, tokenizer):
 # --- evaluation ----------------------------------------------------------------------------------------------------
 
 def score_dual_encoder(model, tokenizer, rset: RerankingSet, *, max_query_length: int = 32,
-                       max_passage_length: int = 192, batch_size: int = 64,
-                       progress: bool = False) -> dict[str, np.ndarray]:
-    """The bi-encoder's score of every candidate: {qid: float32 [len(candidates[qid])]}; each distinct passage is
-    encoded once."""
+                       max_passage_length: int = 192, batch_size: int = 64, progress: bool = False,
+                       chunk_passages: int = 2048) -> dict[str, np.ndarray]:
+    """The student's score of every candidate by its own `compute_similarity`: {qid: float32
+    [len(candidates[qid])]}. Queries go in chunks whose candidates number about `chunk_passages` (bounded memory
+    for ColBERT's token vectors); each distinct passage of a chunk is encoded once."""
     encoder = DenseEncoder(model, tokenizer, max_query_length=max_query_length,
                            max_passage_length=max_passage_length, batch_size=batch_size,
                            device=next(model.parameters()).device, show_progress=progress)
-    qids = list(rset.candidates)
-    docs = list(dict.fromkeys(d for q in qids for d in rset.candidates[q]))
-    row_of = {d: j for j, d in enumerate(docs)}
-    q_reps = torch.from_numpy(encoder.encode_queries([rset.queries[q].text for q in qids]))
-    p_reps = torch.from_numpy(encoder.encode_passages([rset.corpus[d] for d in docs]))
-    out = {}
-    with torch.inference_mode():
-        for i, q in enumerate(qids):
-            rows = torch.tensor([row_of[d] for d in rset.candidates[q]])
-            out[q] = model.compute_similarity(q_reps[i:i + 1], p_reps[rows])[0].float().numpy()
+    qids, out = list(rset.candidates), {}
+    start = 0
+    while start < len(qids):
+        end, n = start, 0
+        while end < len(qids) and (end == start or n + len(rset.candidates[qids[end]]) <= chunk_passages):
+            n += len(rset.candidates[qids[end]])
+            end += 1
+        chunk = qids[start:end]
+        docs = list(dict.fromkeys(d for q in chunk for d in rset.candidates[q]))
+        row_of = {d: j for j, d in enumerate(docs)}
+        q_reps = encoder.represent_queries([rset.queries[q].text for q in chunk])
+        p_reps = encoder.represent_passages([rset.corpus[d] for d in docs])
+        with torch.inference_mode():
+            for i, q in enumerate(chunk):
+                rows = torch.tensor([row_of[d] for d in rset.candidates[q]])
+                out[q] = model.compute_similarity(q_reps[i:i + 1], p_reps[rows])[0].float().numpy()
+        start = end
     return out
 
 
@@ -422,6 +432,7 @@ def run_distill(config: DistillRunConfig) -> TrainResult:
         record_test_metrics(path, test, scores, model=f"dual-encoder ({config.training.loss})",
                             best_step=result.best_step)
         result.paths["test_metrics"] = str(path)
+        result.paths["test_per_query"] = str(per_query_path(path))
     return result
 
 

@@ -1,8 +1,13 @@
 """torch.distributed helpers: start from torchrun's environment, ask rank and world size (1 process works too),
 and gather in-batch negatives across devices with gradients flowing back.
 
-Loss-scaling convention for cross-device in-batch negatives (`cross_device_contrastive_loss`): every rank gathers
-the passages of all ranks, scores its *local* questions against all of them and averages over its local questions.
+Cross-device in-batch negatives wrap the model's scoring and do not replace it (`gathered_similarity`): the
+passage representations of all ranks are gathered (pooled vectors, or ColBERT's token vectors padded to the
+longest rank's length with their masks) and the model's own `compute_similarity` scores the local questions
+against all of them; `losses.contrastive_loss` then takes the scores.
+
+Loss-scaling convention: every rank scores its *local* questions against the passages of all ranks and averages
+over its local questions.
 `all_gather_with_grad`'s backward sums, into each rank's local slice, the gradients that every rank's loss sends to
 it; DDP then averages parameter gradients over ranks. Together the parameter gradient equals that of one process
 computing the mean loss over the concatenated global batch (all ranks holding the same number of questions).
@@ -18,7 +23,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..losses import contrastive_loss_from_scores, contrastive_targets, in_batch_scores
+from ..losses import contrastive_targets
+from ..models.common import Reps, TokenReps
 
 
 def is_distributed() -> bool:
@@ -132,32 +138,39 @@ def all_gather_with_grad(t: torch.Tensor) -> torch.Tensor:
     return _GatherWithGrad.apply(t)
 
 
-def _check_same_shape(t: torch.Tensor, what: str) -> None:
-    shapes = all_gather_objects(tuple(t.shape))
-    if len(set(shapes)) != 1:
-        raise ValueError(f"{what} differ in shape across ranks ({shapes}): use equal per-rank batches (drop_last)")
+def _check_same_count(n: int, what: str) -> None:
+    counts = all_gather_objects(n)
+    if len(set(counts)) != 1:
+        raise ValueError(f"{what} differ in size across ranks ({counts}): use equal per-rank batches (drop_last)")
 
 
-def gather_in_batch(q_reps: torch.Tensor,
-                    p_reps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Cross-device in-batch negatives: `(q_reps, all_p_reps, targets)`.
+def gather_reps(reps: Reps) -> Reps:
+    """The representations of all ranks in rank order, gradients flowing back to each rank's own rows: a `[n, d]`
+    tensor, or `TokenReps` padded to the longest rank's token count (padding is masked out of MaxSim). All ranks
+    must hold the same number of rows. Returns `reps` itself for a single process."""
+    if not is_distributed():
+        return reps
+    _check_same_count(len(reps), "passage batches")
+    if isinstance(reps, TokenReps):
+        length = max(all_gather_objects(reps.vectors.shape[1]))
+        padded = reps.pad_to(length)
+        masks = [torch.empty_like(padded.mask) for _ in range(get_world_size())]
+        dist.all_gather(masks, padded.mask.contiguous())
+        return TokenReps(all_gather_with_grad(padded.vectors), torch.cat(masks))
+    return all_gather_with_grad(reps)
 
-    `q_reps` `[b, d]` stays local; `p_reps` `[b * (1 + h), d]` (each question's positive then its h hard negatives)
-    is gathered from all ranks with gradients; `targets[i]` is the column of local question i's positive in
-    `all_p_reps`. Score with `in_batch_scores(q_reps, all_p_reps)`.
+
+def gathered_similarity(model: Any, q_reps: Reps, p_reps: Reps) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-device in-batch scores: `(scores, targets)` for `losses.contrastive_loss`.
+
+    `q_reps` (b questions) stay local; `p_reps` (b * (1 + h) passages: each question's positive then its h hard
+    negatives) are gathered from all ranks (`gather_reps`) and scored by `model.compute_similarity` (the unwrapped
+    model: it holds no parameters, so calling it outside DistributedDataParallel's forward is safe);
+    `targets[i]` is the column of local question i's positive among all ranks' passages.
     """
-    n_q, n_p = q_reps.shape[0], p_reps.shape[0]
+    n_q, n_p = len(q_reps), len(p_reps)
     if n_q == 0 or n_p % n_q != 0:
-        raise ValueError(f"p_reps must hold (1 + h) passages per question: {n_p} passages for {n_q} questions")
-    if is_distributed():
-        _check_same_shape(p_reps, "passage batches")
-    all_p = all_gather_with_grad(p_reps)
-    targets = contrastive_targets(n_q, n_p // n_q, offset=get_rank() * n_p, device=q_reps.device)
-    return q_reps, all_p, targets
-
-
-def cross_device_contrastive_loss(q_reps: torch.Tensor, p_reps: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
-    """TASER Eq. 2 / DPR loss of this rank's questions against the passages of all ranks (mean over local
-    questions); equals `losses.contrastive_loss` for a single process."""
-    q, all_p, targets = gather_in_batch(q_reps, p_reps)
-    return contrastive_loss_from_scores(in_batch_scores(q, all_p, scale), targets)
+        raise ValueError(f"the passages must hold (1 + h) per question: {n_p} passages for {n_q} questions")
+    scores = model.compute_similarity(q_reps, gather_reps(p_reps))
+    targets = contrastive_targets(n_q, n_p // n_q, offset=get_rank() * n_p, device=scores.device)
+    return scores, targets

@@ -60,28 +60,37 @@ SELECT_MODES = ("max", "min")
 RUN_CONFIG_FILE = "run_config.json"
 
 
+def _described(default: Any, help: str) -> Any:
+    """A field with its help text (`taser train --print-config` prints it as a comment)."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass
 class LoopConfig:
     """Optimisation and bookkeeping settings of one training run (per-device batch size)."""
 
-    output_dir: str
-    seed: int = 42
-    lr: float = 2e-5
-    weight_decay: float = 0.0
-    warmup_ratio: float = 0.1
-    epochs: float = 1.0
-    max_steps: int | None = None  # overrides epochs when set; 0 only evaluates the starting model
-    batch_size: int = 16  # per device; read by the trainers that build the batches
-    grad_accum: int = 1
-    layerwise_lr_decay: float | None = None  # e.g. 0.9: each layer gets 0.9 x the LR of the layer above
-    max_grad_norm: float | None = 2.0
-    bf16: bool = True  # autocast to bfloat16, on CUDA only
-    checkpoint_every: int = 100
-    eval_every: int = 100
-    keep_last: int = 2
-    select_metric: str = "R@20"
-    select_mode: str = "max"
-    log_every: int = 10
+    output_dir: str = field(metadata={"help": "run folder: checkpoints, learning curve, best/ and final/ models "
+                                              "(`--output-dir` overrides)"})
+    seed: int = _described(42, "seeds data order, negatives sampling, dropout")
+    lr: float = _described(2e-5, "peak learning rate (AdamW), reached after warm-up")
+    weight_decay: float = _described(0.0, "AdamW weight decay (not on biases and LayerNorm)")
+    warmup_ratio: float = _described(0.1, "fraction of the steps with linear warm-up; then linear decay to 0")
+    epochs: float = _described(1.0, "passes over the training batches (fractions allowed)")
+    max_steps: int | None = _described(None, "optimiser steps; overrides epochs when set (0: only evaluate the "
+                                             "starting model)")
+    batch_size: int = _described(16, "questions per batch and device")
+    grad_accum: int = _described(1, "micro-batches per optimiser step")
+    layerwise_lr_decay: float | None = _described(None, "e.g. 0.9: each layer down gets 0.9x the layer above's LR; "
+                                                        "null = off")
+    max_grad_norm: float | None = _described(2.0, "gradient clipping norm; null = off")
+    bf16: bool = _described(True, "bfloat16 autocast (CUDA only; CPU runs stay float32)")
+    checkpoint_every: int = _described(100, "steps between checkpoints (and one at the end); resumes start from "
+                                            "the newest")
+    eval_every: int = _described(100, "steps between evaluations (also at step 0 and at the end)")
+    keep_last: int = _described(2, "checkpoints kept")
+    select_metric: str = _described("R@20", "dev metric choosing output_dir/best")
+    select_mode: str = _described("max", "max | min")
+    log_every: int = _described(10, "steps between log lines")
 
     def __post_init__(self):
         positive = {"batch_size": self.batch_size, "grad_accum": self.grad_accum,

@@ -1,10 +1,11 @@
-"""Contrastive training of bi-encoder retrievers: DPR, TASER (any routing) and TASER_Shared.
+"""Contrastive training of retrievers: DPR, TASER (any routing), TASER_Shared and ColBERT.
 
-Each training question brings one positive and `hard_negatives` hard negatives; every question in a batch is scored
-against all passages of the batch (its own positive and hard negatives, and the other questions' positives and hard
-negatives: in-batch negatives, DPR Sec. 3.2) with L_sim of TASER Eq. 2; learned routing adds beta * L_ent (Eq. 5)
-through the model's `aux_loss`. Under torch.distributed the passages of all devices are gathered (with gradients),
-so the in-batch negatives span the global batch.
+Each training question brings one positive and `hard_negatives` hard negatives; the model's own
+`compute_similarity` scores every question in a batch against all passages of the batch (its own positive and hard
+negatives, and the other questions' positives and hard negatives: in-batch negatives, DPR Sec. 3.2) and
+`losses.contrastive_loss` (L_sim, TASER Eq. 2) and `losses.joint_loss` (L_sim + beta L_ent, Eq. 5, with the routing
+entropy the model returns) make the loss. Under torch.distributed the passage representations of all devices are
+gathered (with gradients) before the model scores them, so the in-batch negatives span the global batch.
 
 Batches (`RetrieverBatches`) follow DPR: each epoch every training set is shuffled and cut into batches, and the
 batches of all sets are shuffled together, so one batch holds questions of one set only (multi-set training). A
@@ -12,11 +13,12 @@ question's positive is its first (or, with `shuffle_positives`, a random one); i
 from its hard-negative pool, topped up from its random negatives when the pool is short. Every draw depends only on
 (seed, epoch, set, example), so an epoch can be replayed from any batch (resume).
 
-Evaluation (`RecallEvaluator`) encodes the questions and a corpus with the current model, retrieves with faiss and
-scores R@K by DPR's answer matching. Encoding a full corpus at every evaluation is expensive, so the dev corpus may
-be a subset: the dev questions' positives and best hard negative plus a fixed seeded random sample of the corpus
-(`data.dev_corpus_sample`). R@K on such a subset is higher than on the full corpus; it tracks training, and the
-final model is scored on the full corpus by `taser evaluate`.
+Evaluation (`evaluation.retrieval.RecallEvaluator`) encodes the questions and a corpus with the current model,
+retrieves with faiss and scores R@K by DPR's answer matching. Encoding a full corpus at every evaluation is
+expensive, so the dev corpus may be a subset: the dev questions' positives and best hard negative plus a fixed seeded
+random sample of the corpus (`data.dev_corpus_sample`). R@K on such a subset is higher than on the full corpus; it
+tracks training, and the final model is scored on the full corpus by `taser evaluate` (which keeps per-query values
+for significance tests).
 """
 
 from __future__ import annotations
@@ -33,19 +35,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..data.answers import AnswerMatcher
-from ..data.registry import prepared_dir
 from ..data.squad_open import SquadOpen, load_squad_open
-from ..data.training_examples import TrainingExample, read_dpr_retriever_json
-from ..data.types import Corpus, Document, Queries
-from ..errors import TaserError
-from ..evaluation.answer_recall import answer_recall
-from ..models import DenseEncoder, build_model, load_tokenizer
+from ..data.training_examples import TrainingExample, qrels_training_examples, read_dpr_retriever_json
+from ..data.types import Corpus, Document
+from ..errors import ConfigError, TaserError
+from ..evaluation.retrieval import PassageEmbeddings, RecallEvaluator
+from ..models import build_model, load_tokenizer
 from ..models.encoding import passage_pair
-from ..retrieval.dense import DenseIndex
+from ..retrieval.datasets import ensure_prepared, load_evaluation_set
 from ..retrieval.negatives import bm25_hard_negatives
 from .config import DataSource, ModelConfig, RetrieverDataConfig, TrainConfig, config_to_dict
-from .distributed import cross_device_contrastive_loss, get_rank, get_world_size
+from ..losses import contrastive_loss, joint_loss
+from .distributed import gathered_similarity, get_rank, get_world_size
 from .loop import TrainResult, run_training, seed_everything, unwrap_model
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,9 @@ class TrainingSet:
 
 
 def _squad_open_root(source: DataSource) -> Path:
-    root = Path(source.path) if source.path else prepared_dir("squad-open")
+    """The prepared folder: `source.path`, or the data directory's, prepared now (as `taser data prepare
+    squad-open` would) if it is missing."""
+    root = Path(source.path) if source.path else ensure_prepared("squad-open")
     if not (root / "meta.json").is_file():
         raise TaserError(f"SQuAD-open is not prepared in {root}: run `taser data prepare squad-open` "
                          f"(or set data.*.path to a prepared folder)")
@@ -82,7 +85,8 @@ def _load_squad_open_cached(root: Path, stamp: int) -> SquadOpen:
 
 
 def source_name(source: DataSource) -> str:
-    return f"squad-open:{source.split}" if source.format == "squad-open" else str(source.path)
+    return {"squad-open": f"squad-open:{source.split}", "beir": f"{source.path}:{source.split}"}.get(
+        source.format, str(source.path))
 
 
 def add_bm25_negatives(examples: list[TrainingExample], corpus: Corpus, n: int, depth: int = 100,
@@ -113,6 +117,12 @@ def load_training_set(source: DataSource, data: RetrieverDataConfig, progress: b
     if source.format == "squad-open":
         root = _squad_open_root(source)
         examples, corpus = _squad_open_examples(root, source.split), _load_squad_open(root).corpus
+    elif source.format == "beir":
+        dataset = load_evaluation_set(source.path, source.split)
+        examples, corpus = qrels_training_examples(dataset), dataset.corpus
+        if data.train_eval_questions and not all(e.query.answers for e in examples):
+            raise ConfigError(f"{source_name(source)}: its queries have no answers, and the training R@K "
+                              f"(data.train_eval_questions) matches answers: set data.train_eval_questions: 0")
     else:
         examples, corpus = read_dpr_retriever_json(source.path), None
     if not examples:
@@ -237,67 +247,21 @@ class RetrieverBatches:
 # --- loss ------------------------------------------------------------------------------------------------------
 
 def retriever_loss(model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
-    """L_joint = L_sim + beta * L_ent (TASER Eq. 5; Eq. 2 with in-batch negatives across devices; the model's
-    aux_loss already carries beta * L_ent, zero without learned routing)."""
+    """L_joint = L_sim + beta * L_ent (TASER Eq. 5, `losses.joint_loss`) with L_sim of Eq. 2
+    (`losses.contrastive_loss`) on the model's `compute_similarity` of the local questions against every device's
+    passages (`distributed.gathered_similarity`); L_ent is the model's routing entropy (zero without learned
+    routing) and beta its config's `entropy_weight`."""
     out = model(query=batch["query"], passage=batch["passage"])
-    scale = unwrap_model(model).config.similarity_scale
-    l_sim = cross_device_contrastive_loss(out.q_reps, out.p_reps, scale)
-    loss = l_sim + out.aux_loss
-    return loss, {"l_sim": float(l_sim.detach()), "aux": float(out.aux_loss.detach())}
+    core = unwrap_model(model)
+    scores, targets = gathered_similarity(core, out.q_reps, out.p_reps)
+    l_sim = contrastive_loss(scores, targets)
+    loss = joint_loss(l_sim, out.entropy, core.entropy_weight)
+    return loss, {"l_sim": float(l_sim.detach()), "l_ent": float(out.entropy.detach())}
 
 
 # --- evaluation ------------------------------------------------------------------------------------------------
-
-def _model_device(model: torch.nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
-
-def _weights_checksum(model: torch.nn.Module) -> float:
-    """A cheap fingerprint of the current weights (changes with every optimiser step)."""
-    with torch.no_grad():
-        return float(sum(p.double().sum() for p in model.parameters()))
-
-
-class PassageEmbeddings:
-    """Passage embeddings of one corpus, recomputed only when the weights changed: the train-slice and dev
-    evaluators of one evaluation step share the corpus (SQuAD-open's splits retrieve from one collection) and so
-    encode it once."""
-
-    def __init__(self, corpus: Corpus):
-        self.corpus, self.doc_ids = corpus, list(corpus)
-        self._key: tuple[int, float] | None = None
-        self._index: DenseIndex | None = None
-
-    def index(self, encoder: DenseEncoder) -> DenseIndex:
-        key = (id(encoder.model), _weights_checksum(encoder.model))
-        if key != self._key:
-            emb = encoder.encode_passages([(self.corpus[d].title, self.corpus[d].text) for d in self.doc_ids])
-            self._index, self._key = DenseIndex.from_embeddings(emb, self.doc_ids), key
-        return self._index
-
-
-class RecallEvaluator:
-    """R@K (DPR's answer matching) of the current model on fixed questions against a fixed corpus."""
-
-    def __init__(self, queries: Queries, passages: PassageEmbeddings, tokenizer, ks: Sequence[int] = (1, 5, 20, 100),
-                 max_query_length: int = 32, max_passage_length: int = 160, batch_size: int = 64):
-        if not queries or not passages.corpus:
-            raise ValueError("evaluation needs questions and a corpus")
-        self.queries, self.passages, self.tokenizer, self.ks = queries, passages, tokenizer, tuple(ks)
-        self.lengths = (max_query_length, max_passage_length)
-        self.batch_size = batch_size
-        self.matcher = AnswerMatcher(passages.corpus)  # caches each passage's matching key across evaluations
-        self.qids = list(queries)
-
-    def __call__(self, model: torch.nn.Module) -> dict[str, float]:
-        encoder = DenseEncoder(model, self.tokenizer, max_query_length=self.lengths[0],
-                               max_passage_length=self.lengths[1], batch_size=self.batch_size,
-                               device=_model_device(model), show_progress=False)
-        index = self.passages.index(encoder)
-        questions = encoder.encode_queries([self.queries[q].text for q in self.qids])
-        run = index.search_run(self.qids, questions, max(self.ks))
-        return answer_recall(self.matcher, self.queries, run, self.ks, progress=False)
-
+# R@K itself is `evaluation.retrieval.RecallEvaluator` (with `PassageEmbeddings`); what is built here is which
+# questions and which corpus it scores, from the training data config.
 
 def _doc_key(doc: Document) -> str:
     """A passage's id, or (DPR json passages without one) a digest of its title and text."""
@@ -346,6 +310,9 @@ def dev_evaluator(data: RetrieverDataConfig, tokenizer, seed: int, progress: boo
     dev question counts, with or without a positive passage. `shared` lets evaluators of one corpus share its
     embeddings."""
     source = data.dev
+    if source.format == "beir":
+        raise ConfigError("data.dev: R@K during training matches answers; a beir source cannot be the dev set yet "
+                          "(set data.dev: null and score the final model with `taser evaluate`)")
     if source.format == "squad-open":
         root = _squad_open_root(source)
         squad = _load_squad_open(root)
@@ -375,17 +342,10 @@ def train_slice_evaluator(train_set: TrainingSet, data: RetrieverDataConfig, tok
 
 # --- entry point -----------------------------------------------------------------------------------------------
 
-def build_retriever(model: ModelConfig, **config_overrides: Any) -> torch.nn.Module:
-    """A fresh DPR / TASER / TASER_Shared model from `model.name_or_path` with the config's pooling and scale;
-    `config_overrides` set further model config fields (e.g. mlm_head=True)."""
-    kwargs: dict[str, Any] = {"pooling": model.pooling, "normalize": model.normalize,
-                              "similarity_scale": model.similarity_scale, **config_overrides}
-    if model.arch == "taser":
-        kwargs.update(routing=model.routing, shared_blocks=model.shared_blocks, num_experts=model.num_experts,
-                      entropy_weight=model.entropy_weight)
-    elif model.arch == "shared":
-        kwargs.update(shared_blocks=model.shared_blocks)
-    return build_model(model.arch, model.name_or_path, **kwargs)
+def build_retriever(model: ModelConfig, **overrides: Any) -> torch.nn.Module:
+    """A fresh model as a config's model section says (`models.auto.build_model`); `overrides` set further model
+    config fields (e.g. mlm_head=True)."""
+    return build_model(model.arch, model.name_or_path, **{**model.overrides, **overrides})
 
 
 def load_training_sets(data: RetrieverDataConfig, progress: bool = True) -> list[TrainingSet]:

@@ -1,0 +1,505 @@
+"""The papers' claims as data: one YAML file per notebook, `notebooks/claims/<notebook>.yaml`, loaded and validated.
+
+A claims file lists the claims whose numbers `notebooks/<notebook>.ipynb` produces (a planned notebook's file may
+exist before the notebook). Adding a notebook needs only the notebook, its claims file and `_toc.yml`. The paper
+keys and titles are in `notebooks/claims/_papers.yaml`. The schema (every field is checked; an error names the
+file, the line and the field):
+
+    metrics:                       # optional: metric names this notebook's tables use beyond the library's
+      epoch_seconds: wall seconds of one training epoch     # (R@K, macro/micro R@K, ir-measures names)
+    claims:
+      - id: T1-taser-vs-dpr        # unique over all files; letters, digits, '-', '_', '.'
+        paper: TASER               # a key of _papers.yaml
+        where: Table 1             # table / figure / section of the paper
+        statement: TASER is on par with or better than DPR ...
+        paper_numbers: 83.6 vs 82.5 (NQ) ...   # the paper's numbers, as printed there
+        table: retrieval           # the result table (`save_result`'s name) in results/<profile>/<notebook>/
+        column: value              # optional (default `value`): the column holding the numbers
+        quantities:                # name: the filter selecting one row (column: value); `table`, `column` and
+          taser: {model: taser, metric: R@20}           # `notebook` override the claim's
+          dpr: {model: dpr, metric: R@20}
+        test: taser >= dpr - 0.5   # the direction test: numbers, quantity names, + - * /, abs(), comparisons,
+                                   # and / or / not
+        over: dataset              # optional: apply the test per value of this column (each must hold) ...
+        groups: [dpr-nq, squad-open]   # ... optional: only these values (default: every value all quantities have)
+        noise:                     # optional: how to tell a real difference from noise
+          key: query_id            # the column pairing the two sides: the query id (per-query values) or `seed`
+          test: randomisation      # paired randomisation test, or `t-test` (paired t-test)
+          compare: [taser >= dpr]  # the comparisons the test must separate, `left <op> right`, each side an
+                                   # expression over the quantities, evaluated per key
+          table: retrieval_per_query   # optional (default: the claim's table)
+          column: value            # optional (default: the claim's column)
+          alpha: 0.05              # optional (default 0.05)
+          quantities: {...}        # optional: filters in the noise table (default: the claim's quantities)
+
+The noise table holds one row per key for each quantity (several rows with the same key are averaged, e.g. the
+seeds of one query). When the claim's own table holds several rows per quantity, one per key (e.g. one per seed),
+the quantity's number is their mean.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError, FormatError
+
+CLAIMS_FOLDER = ("notebooks", "claims")
+PAPERS_FILE = "_papers.yaml"
+NOISE_TESTS = ("randomisation", "t-test")
+DEFAULT_ALPHA = 0.05
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_QUANTITY_KEYS = ("notebook", "table", "column")  # in a quantity: overrides, not filters
+_CLAIM_REQUIRED = ("id", "paper", "where", "statement", "paper_numbers", "table", "quantities", "test")
+_CLAIM_OPTIONAL = ("column", "over", "groups", "noise")
+_NOISE_REQUIRED = ("key", "test", "compare")
+_NOISE_OPTIONAL = ("table", "column", "alpha", "quantities")
+_FILE_KEYS = ("claims", "metrics")
+
+
+# ----------------------------------------------------------------------------------------------- the data
+
+@dataclass(frozen=True)
+class Quantity:
+    """The `column` value of the single row of a result table whose columns equal `where`.
+
+    `notebook`, `table` and `column` default to the claim's."""
+
+    where: Mapping[str, Any]
+    notebook: str | None = None
+    table: str | None = None
+    column: str | None = None
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k}: {v}" for k, v in self.where.items()) + "}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`left <op> right`, each side an expression over quantity names."""
+
+    text: str
+    left: str
+    op: str
+    right: str
+
+
+@dataclass(frozen=True)
+class Noise:
+    key: str
+    test: str                                   # one of NOISE_TESTS
+    compare: tuple[Comparison, ...]
+    table: str | None = None                    # default: the claim's
+    column: str | None = None                   # default: the claim's
+    alpha: float = DEFAULT_ALPHA
+    quantities: Mapping[str, Quantity] | None = None  # default: the claim's
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    paper: str                      # key of the papers file
+    where: str                      # table / figure / section of the paper
+    statement: str
+    paper_numbers: str              # the paper's numbers, as printed there
+    notebook: str                   # notebook stem whose results hold ours
+    table: str                      # result table name (save_result's `name`)
+    quantities: Mapping[str, Quantity]
+    test: str                       # expression over the quantity names
+    over: str | None = None         # evaluate the test per value of this column
+    groups: tuple[str, ...] | None = None  # restrict `over` to these values (None: every value present)
+    column: str = "value"
+    noise: Noise | None = None
+    source: str = ""                # file:line of the claim
+
+    def notebooks(self) -> tuple[str, ...]:
+        """Every notebook whose results the claim reads (its own first)."""
+        names = [self.notebook, *(q.notebook for q in self.quantities.values() if q.notebook)]
+        return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class ClaimsFile:
+    path: Path
+    notebook: str
+    claims: tuple[Claim, ...]
+    metrics: Mapping[str, str] = field(default_factory=dict)  # documented metric names beyond the library's
+
+
+# ----------------------------------------------------------------------------------------------- expressions
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_COMPARE = {ast.Gt: (">", operator.gt), ast.GtE: (">=", operator.ge), ast.Lt: ("<", operator.lt),
+            ast.LtE: ("<=", operator.le)}
+_FUNCTIONS = {"abs": abs}
+
+
+def _parse(text: str) -> ast.Expression:
+    try:
+        return ast.parse(text.strip(), mode="eval")
+    except SyntaxError as err:
+        raise ValueError(f"cannot parse {text!r}: {err.msg}") from None
+
+
+def _check_node(node: ast.AST, names: Iterable[str]) -> None:
+    """Only numbers, the given names, + - * /, unary -, abs(), comparisons and and / or / not."""
+    names = set(names)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            if sub.id not in names and sub.id not in _FUNCTIONS:
+                raise ValueError(f"unknown name '{sub.id}' (quantities: {', '.join(sorted(names))})")
+        elif isinstance(sub, ast.Call):
+            if not (isinstance(sub.func, ast.Name) and sub.func.id in _FUNCTIONS) or len(sub.args) != 1 \
+                    or sub.keywords:
+                raise ValueError(f"only {', '.join(_FUNCTIONS)}(x) may be called")
+        elif isinstance(sub, ast.Constant):
+            if isinstance(sub.value, bool) or not isinstance(sub.value, (int, float)):
+                raise ValueError(f"only numbers may appear as constants, not {sub.value!r}")
+        elif isinstance(sub, ast.Compare):
+            if not all(type(op) in _COMPARE for op in sub.ops):
+                raise ValueError("comparisons are >, >=, < and <=")
+        elif isinstance(sub, ast.BinOp):
+            if type(sub.op) not in _BINARY:
+                raise ValueError("arithmetic is +, -, * and /")
+        elif isinstance(sub, ast.UnaryOp):
+            if not isinstance(sub.op, (ast.USub, ast.UAdd, ast.Not)):
+                raise ValueError("unary operators are - and not")
+        elif not isinstance(sub, (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.Load, ast.cmpop, ast.operator,
+                                  ast.unaryop)):
+            raise ValueError(f"{type(sub).__name__} is not allowed")
+
+
+def _eval(node: ast.AST, values: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body, values)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return values[node.id]
+    if isinstance(node, ast.Call):
+        return _FUNCTIONS[node.func.id](_eval(node.args[0], values))
+    if isinstance(node, ast.BinOp):
+        return _BINARY[type(node.op)](_eval(node.left, values), _eval(node.right, values))
+    if isinstance(node, ast.UnaryOp):
+        value = _eval(node.operand, values)
+        return (not value) if isinstance(node.op, ast.Not) else (-value if isinstance(node.op, ast.USub) else value)
+    if isinstance(node, ast.BoolOp):
+        results = [bool(_eval(v, values)) for v in node.values]
+        return all(results) if isinstance(node.op, ast.And) else any(results)
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, values)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = _eval(right_node, values)
+            if not _COMPARE[type(op)][1](left, right):
+                return False
+            left = right
+        return True
+    raise ValueError(f"{type(node).__name__} is not allowed")
+
+
+def evaluate(expression: str, values: Mapping[str, Any]) -> Any:
+    """Evaluate a claim's test or a comparison side over quantity values (numbers, or numpy arrays for a side)."""
+    tree = _parse(expression)
+    _check_node(tree, values)
+    return _eval(tree, values)
+
+
+def names_in(expression: str) -> set[str]:
+    return {n.id for n in ast.walk(_parse(expression)) if isinstance(n, ast.Name) and n.id not in _FUNCTIONS}
+
+
+def parse_comparison(text: str, names: Iterable[str]) -> Comparison:
+    """`left <op> right` with one comparison operator at the top, each side an arithmetic expression."""
+    tree = _parse(text)
+    _check_node(tree, names)
+    body = tree.body
+    if not isinstance(body, ast.Compare) or len(body.ops) != 1:
+        raise ValueError(f"{text!r} must be one comparison 'left <op> right' (op: >, >=, <, <=)")
+    for side in (body.left, body.comparators[0]):
+        if any(isinstance(n, (ast.Compare, ast.BoolOp)) or isinstance(getattr(n, "op", None), ast.Not)
+               for n in ast.walk(side)):
+            raise ValueError(f"{text!r}: each side must be arithmetic, not a comparison")
+    return Comparison(text.strip(), ast.unparse(body.left), _COMPARE[type(body.ops[0])][0],
+                      ast.unparse(body.comparators[0]))
+
+
+def compare(op: str, left: Any, right: Any) -> bool:
+    return bool({sym: fn for sym, fn in _COMPARE.values()}[op](left, right))
+
+
+# ----------------------------------------------------------------------------------------------- reading YAML
+
+class _Map(dict):
+    """A YAML mapping that remembers the line (1-based) of itself and of each key."""
+
+    line: int | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: dict[Any, int] = {}
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode):
+    data = _Map()
+    data.line = node.start_mark.line + 1
+    yield data
+    loader.flatten_mapping(node)
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if key in data:
+            raise FormatError(loader.name, line, str(key), "appears twice in one mapping")
+        data[key] = loader.construct_object(value_node, deep=True)
+        data.lines[key] = line
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+
+
+def _read_yaml(path: Path) -> Any:
+    text = path.read_text(encoding="utf-8")
+    loader = _Loader(text)
+    loader.name = str(path)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise FormatError(path, mark.line + 1 if mark else None, None, f"invalid YAML: {err}") from None
+    finally:
+        loader.dispose()
+
+
+def _line(mapping: Any, key: Any = None) -> int | None:
+    if isinstance(mapping, _Map):
+        return mapping.lines.get(key, mapping.line) if key is not None else mapping.line
+    return None
+
+
+class _Checker:
+    """Raises FormatError(path, line, field, message) for one file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, mapping: Any, key: Any, field_name: str, message: str) -> None:
+        raise FormatError(self.path, _line(mapping, key), field_name, message)
+
+    def text(self, mapping: Mapping, key: str, field_name: str, required: bool = True) -> str | None:
+        if key not in mapping:
+            if required:
+                self.fail(mapping, None, field_name, "is missing")
+            return None
+        value = mapping[key]
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or str(value).strip() == "":
+            self.fail(mapping, key, field_name, f"must be a non-empty text, got {value!r}")
+        return str(value).strip()
+
+    def keys(self, mapping: Mapping, allowed: Iterable[str], field_name: str) -> None:
+        unknown = [k for k in mapping if k not in allowed]
+        if unknown:
+            self.fail(mapping, unknown[0], f"{field_name}.{unknown[0]}" if field_name else str(unknown[0]),
+                      f"unknown field (known: {', '.join(allowed)})")
+
+
+def _quantities(check: _Checker, mapping: Mapping, key: str, field_name: str) -> dict[str, Quantity]:
+    raw = mapping[key]
+    if not isinstance(raw, Mapping) or not raw:
+        check.fail(mapping, key, field_name, "must map quantity names to filters, e.g. {taser: {model: taser}}")
+    out: dict[str, Quantity] = {}
+    for name, spec in raw.items():
+        where = f"{field_name}.{name}"
+        if not isinstance(name, str) or not name.isidentifier() or name in ("and", "or", "not", "abs"):
+            check.fail(raw, name, where, "a quantity name must be an identifier (letters, digits, '_')")
+        if not isinstance(spec, Mapping):
+            check.fail(raw, name, where, "must be a mapping of column: value filters")
+        filters = {}
+        for column, value in spec.items():
+            if column in _QUANTITY_KEYS:
+                continue
+            if value is None or not isinstance(value, (str, int, float, bool)):
+                check.fail(spec, column, f"{where}.{column}", f"a filter value must be a text or a number, "
+                                                              f"got {value!r}")
+            filters[str(column)] = value
+        overrides = {k: check.text(spec, k, f"{where}.{k}", required=False) for k in _QUANTITY_KEYS}
+        out[name] = Quantity(where=filters, **overrides)
+    return out
+
+
+def _noise(check: _Checker, claim: Mapping, field_name: str, names: Iterable[str]) -> Noise:
+    raw = claim["noise"]
+    if not isinstance(raw, Mapping):
+        check.fail(claim, "noise", field_name, "must be a mapping (key, test, compare, ...)")
+    check.keys(raw, _NOISE_REQUIRED + _NOISE_OPTIONAL, field_name)
+    for key in _NOISE_REQUIRED:
+        if key not in raw:
+            check.fail(raw, None, f"{field_name}.{key}", "is missing")
+    test = check.text(raw, "test", f"{field_name}.test")
+    if test not in NOISE_TESTS:
+        check.fail(raw, "test", f"{field_name}.test", f"must be one of {', '.join(NOISE_TESTS)}, got {test!r}")
+    quantities = _quantities(check, raw, "quantities", f"{field_name}.quantities") if "quantities" in raw else None
+    if quantities is not None and set(quantities) != set(names):
+        check.fail(raw, "quantities", f"{field_name}.quantities",
+                   f"must name the claim's quantities ({', '.join(names)}), got {', '.join(quantities)}")
+    comparisons = raw["compare"]
+    if isinstance(comparisons, str):
+        comparisons = [comparisons]
+    if not isinstance(comparisons, list) or not comparisons:
+        check.fail(raw, "compare", f"{field_name}.compare", "must be a list of comparisons such as 'a > b'")
+    parsed = []
+    for text in comparisons:
+        if not isinstance(text, str):
+            check.fail(raw, "compare", f"{field_name}.compare", f"{text!r} is not a comparison")
+        try:
+            parsed.append(parse_comparison(text, names))
+        except ValueError as err:
+            check.fail(raw, "compare", f"{field_name}.compare", str(err))
+    alpha = raw.get("alpha", DEFAULT_ALPHA)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        check.fail(raw, "alpha", f"{field_name}.alpha", f"must be a number between 0 and 1, got {alpha!r}")
+    return Noise(key=check.text(raw, "key", f"{field_name}.key"), test=test, compare=tuple(parsed),
+                 table=check.text(raw, "table", f"{field_name}.table", required=False),
+                 column=check.text(raw, "column", f"{field_name}.column", required=False), alpha=float(alpha),
+                 quantities=quantities)
+
+
+def _claim(check: _Checker, raw: Any, index: int, notebook: str, papers: Mapping[str, str] | None,
+           container: Any) -> Claim:
+    if not isinstance(raw, Mapping):
+        check.fail(container, "claims", f"claims[{index}]", "must be a mapping (id, paper, where, ...)")
+    label = str(raw.get("id", f"claims[{index}]"))
+    for key in _CLAIM_REQUIRED:
+        if key not in raw:
+            check.fail(raw, None, f"{label}.{key}", "is missing")
+    check.keys(raw, _CLAIM_REQUIRED + _CLAIM_OPTIONAL, label)
+    claim_id = check.text(raw, "id", f"claims[{index}].id")
+    if not _ID.match(claim_id):
+        check.fail(raw, "id", f"{label}.id", "use letters, digits, '-', '_' and '.'")
+    paper = check.text(raw, "paper", f"{label}.paper")
+    if papers is not None and paper not in papers:
+        check.fail(raw, "paper", f"{label}.paper", f"unknown paper '{paper}' (known: {', '.join(papers)})")
+    quantities = _quantities(check, raw, "quantities", f"{label}.quantities")
+    test = check.text(raw, "test", f"{label}.test")
+    try:
+        tree = _parse(test)
+        _check_node(tree, quantities)
+        result = _eval(tree, {name: 1.0 for name in quantities})
+    except (ValueError, ZeroDivisionError, TypeError) as err:
+        check.fail(raw, "test", f"{label}.test", str(err))
+    if not isinstance(result, bool):
+        check.fail(raw, "test", f"{label}.test", f"{test!r} is not a comparison (it must say true or false)")
+    over = check.text(raw, "over", f"{label}.over", required=False)
+    groups = raw.get("groups")
+    if groups is not None:
+        if over is None:
+            check.fail(raw, "groups", f"{label}.groups", "needs 'over' (the column the groups are values of)")
+        if isinstance(groups, (str, int, float)) and not isinstance(groups, bool):
+            groups = [groups]
+        if not isinstance(groups, list) or not groups or \
+                not all(isinstance(g, (str, int, float)) and not isinstance(g, bool) for g in groups):
+            check.fail(raw, "groups", f"{label}.groups", "must be a list of values of the 'over' column")
+        groups = tuple(str(g) for g in groups)
+    noise = _noise(check, raw, f"{label}.noise", list(quantities)) if "noise" in raw else None
+    return Claim(id=claim_id, paper=paper, where=check.text(raw, "where", f"{label}.where"),
+                 statement=check.text(raw, "statement", f"{label}.statement"),
+                 paper_numbers=check.text(raw, "paper_numbers", f"{label}.paper_numbers"), notebook=notebook,
+                 table=check.text(raw, "table", f"{label}.table"), quantities=quantities, test=test, over=over,
+                 groups=groups, column=check.text(raw, "column", f"{label}.column", required=False) or "value",
+                 noise=noise, source=f"{check.path}:{_line(raw)}")
+
+
+def load_papers(claims_dir: str | os.PathLike) -> dict[str, str]:
+    """{paper key: title} from `<claims_dir>/_papers.yaml`, in its order."""
+    path = Path(claims_dir) / PAPERS_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path} is missing: it lists the papers' keys and titles ('TASER: Cheng et al., ...')")
+    data = _read_yaml(path)
+    check = _Checker(path)
+    if not isinstance(data, Mapping) or not data:
+        check.fail(data, None, None, "must map paper keys to titles, e.g. 'TASER: Cheng et al., TASER (2023)'")
+    return {str(k): check.text(data, k, str(k)) for k in data}
+
+
+def load_claims_file(path: str | os.PathLike, papers: Mapping[str, str] | None = None) -> ClaimsFile:
+    """One notebook's claims file, validated (`papers`: the known paper keys; None skips that check)."""
+    path = Path(path)
+    check = _Checker(path)
+    data = _read_yaml(path)
+    if data is None:
+        data = _Map()
+    if not isinstance(data, Mapping):
+        check.fail(data, None, None, "must be a mapping with 'claims' (a list) and optionally 'metrics'")
+    check.keys(data, _FILE_KEYS, "")
+    claims_raw = data.get("claims", [])
+    if not isinstance(claims_raw, list):
+        check.fail(data, "claims", "claims", "must be a list of claims")
+    metrics = data.get("metrics") or {}
+    if not isinstance(metrics, Mapping):
+        check.fail(data, "metrics", "metrics", "must map metric names to what they measure")
+    metrics = {str(k): check.text(metrics, k, f"metrics.{k}") for k in metrics}
+    notebook = path.stem
+    claims = tuple(_claim(check, raw, i, notebook, papers, data) for i, raw in enumerate(claims_raw))
+    seen: dict[str, int] = {}
+    for i, claim in enumerate(claims):
+        if claim.id in seen:
+            check.fail(claims_raw[i], "id", f"{claim.id}.id", f"duplicate id (also claims[{seen[claim.id]}])")
+        seen[claim.id] = i
+    return ClaimsFile(path=path, notebook=notebook, claims=claims, metrics=metrics)
+
+
+def claims_files(claims_dir: str | os.PathLike) -> list[Path]:
+    """The claims files in `claims_dir` (every `*.yaml` but `_papers.yaml`), sorted by name."""
+    folder = Path(claims_dir)
+    return sorted(p for p in folder.glob("*.yaml") if not p.name.startswith(("_", ".")))
+
+
+def load_claims_files(claims_dir: str | os.PathLike) -> list[ClaimsFile]:
+    """Every claims file of `claims_dir`, validated; ids must be unique across files."""
+    folder = Path(claims_dir)
+    if not folder.is_dir():
+        raise ConfigError(f"no claims folder at {folder} (it holds one <notebook>.yaml per notebook)")
+    papers = load_papers(folder)
+    files = [load_claims_file(p, papers) for p in claims_files(folder)]
+    first: dict[str, str] = {}
+    for f in files:
+        for claim in f.claims:
+            if claim.id in first:
+                path, line = claim.source.rsplit(":", 1)
+                raise FormatError(path, int(line) if line.isdigit() else None, f"{claim.id}.id",
+                                  f"duplicate id (also in {first[claim.id]})")
+            first[claim.id] = claim.source
+    return files
+
+
+def load_claims(claims_dir: str | os.PathLike) -> tuple[Claim, ...]:
+    """Every claim of every claims file in `claims_dir`: by paper (the papers file's order), then by file name,
+    then in file order."""
+    papers = list(load_papers(claims_dir))
+    claims = [c for f in load_claims_files(claims_dir) for c in f.claims]
+    return tuple(sorted(claims, key=lambda c: papers.index(c.paper)))  # stable: file and claim order kept
+
+
+def find_root(start: str | os.PathLike | None = None) -> Path:
+    """The repository root holding `notebooks/claims/`: `start` (default: the working directory) or its parent
+    when it is `notebooks/` itself (a running notebook's directory), else the checkout holding this package."""
+    here = Path(start) if start is not None else Path.cwd()
+    candidates = [here, here.parent, Path(__file__).resolve().parent.parent]
+    for root in candidates:
+        if root.joinpath(*CLAIMS_FOLDER).is_dir():
+            return root
+    raise ConfigError(f"no {'/'.join(CLAIMS_FOLDER)} folder in {here}, its parent or the package's checkout")
+
+
+def claims_dir(root: str | os.PathLike | None = None) -> Path:
+    return (Path(root) if root is not None else find_root()).joinpath(*CLAIMS_FOLDER)

@@ -1,0 +1,70 @@
+"""taser_lib.bench.report: the performance page's tables, from benchmark records written as `taser bench` does."""
+
+from __future__ import annotations
+
+from taser_lib.bench import write_result
+from taser_lib.bench.report import (
+    SPREAD_KEYS, conditions_table, describe_source, find_results, implied_21m_lines, spread_table, summary_table,
+)
+
+
+def _spread(median: float) -> dict[str, float]:
+    return {"median": median, "q1": median - 0.1, "q3": median + 0.1, "min": median - 0.2, "max": median + 0.3, "n": 7}
+
+
+def _record(name: str, measured: dict, rows: list[dict], quick: bool = False, **more) -> dict:
+    meta = {"device": {"type": "cpu", "name": "Some CPU", "cores": 2}, "git_revision": "abc123",
+            "time_utc": "2025-01-01T00:00:00+00:00", "wall_seconds": 12.5, "load_average_before": [0.5, 0.4, 0.3],
+            "load_average_after": [1.5, 0.9, 0.4]}
+    return {"benchmark": name, "title": name, "quick": quick, "rows": rows, "measured": measured,
+            "sizes": {"passages": 10}, "notes": [], "meta": meta, **more}
+
+
+def _row(metric: str, value: float, unit: str, target: float | None = None, met: bool | None = None) -> dict:
+    return {"metric": metric, "value": value, "unit": unit, "op": ">=", "target": target, "met": met}
+
+
+def test_report_tables_from_written_records(tmp_path):
+    bench = tmp_path / "bench"
+    write_result(_record("encoding", {"speedup": _spread(1.8)},  # no stock-kernel contender: left out below
+                         [_row("speed-up", 1.8, "x", 1.5, True), _row("passages/s", 250.0, "")]), bench)
+    write_result(_record("routing", {"ratio_to_bert": {"taser": _spread(1.02), "every_expert": _spread(1.4)}},
+                         [_row("TASER / BERT", 1.02, "x", 1.05, False)]), bench)
+    write_result(_record("scaling", {"implied_21m": {
+        "passages": 21_015_324, "encode_hours_cpu": 50.0, "bert_base_flop_factor": 6.0,
+        "encode_hours_cpu_bert_base": 300.0, "encode_hours_gpu": 0.5, "encode_hours_gpu_bert_base": 3.0,
+        "gpu_basis": "assumed", "flat_search_seconds_per_query": 0.25, "index_bytes_fp32": 2 ** 33}},
+        [], notes=["extrapolated"]), bench)
+
+    (tmp_path / "empty").mkdir()  # a folder without records is passed over, like one that does not exist
+    results, source = find_results([tmp_path / "missing", tmp_path / "empty", bench])
+    assert source == str(bench) and [r["benchmark"] for r in results] == ["encoding", "routing", "scaling"]
+
+    summary = summary_table(results)
+    assert list(summary.columns) == ["benchmark", "metric", "measured", "target", "met"]
+    assert list(summary["met"]) == ["yes", "", "NO"]
+    assert list(summary["measured"]) == ["1.8 x", "250", "1.02 x"]
+    assert list(summary["target"]) == [">= 1.5", "", ">= 1.05"]
+
+    spreads = spread_table(results)
+    assert list(spreads["quantity"]) == ["speed-up over sentence-transformers", "TASER / BERT forward",
+                                         "every-expert / BERT forward"]
+    assert list(spreads.columns) == ["benchmark", "quantity", *SPREAD_KEYS]
+    assert spreads.loc[1, "median"] == 1.02 and spreads.loc[2, "n"] == 7
+
+    conditions = conditions_table(results)
+    assert list(conditions["wall s"]) == [12.5] * 3 and conditions.loc[0, "load after"] == [1.5, 0.9, 0.4]
+
+    lines = implied_21m_lines(results)
+    assert lines[0] == "DPR's Wikipedia, 21,015,324 passages:" and "8.0 GiB" in lines[-2]
+    assert lines[-1] == "note: extrapolated"
+    assert describe_source(results, source)[1] == "device: Some CPU (2 cores)"
+    assert "QUICK" not in describe_source(results, source)[0]
+
+
+def test_report_without_results_says_what_to_run(tmp_path):
+    results, source = find_results([tmp_path / "nothing"])
+    assert (results, source) == ([], None)
+    assert "taser bench" in describe_source(results, source)[0]
+    assert summary_table(results).empty and spread_table(results).empty and conditions_table(results).empty
+    assert implied_21m_lines(results) == []
