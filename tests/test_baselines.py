@@ -7,7 +7,7 @@ import pytest
 from taser_lib.data.registry import load_dataset
 from taser_lib.data.slicing import slice_dataset
 from taser_lib.data.types import Dataset, Document, Query
-from taser_lib.evaluation.baselines import first_stage_runs, is_qa, score_run, score_runs
+from taser_lib.evaluation.baselines import first_stage_runs, is_qa, score_run, score_runs, score_runs_per_query
 
 
 def test_slice_keeps_every_judged_document(shared_data, tmp_path):
@@ -40,6 +40,27 @@ def test_score_run_answer_recall_by_hand():
     assert scores == {"R@1": 50.0, "R@2": 100.0}
     rows = score_runs(toy, {"mine": run}, ks=(1,))
     assert rows == [{"model": "mine", "dataset": "toy", "split": "test", "metric": "R@1", "value": 50.0}]
+
+
+def test_per_query_rows_pair_every_query_and_average_to_the_aggregate():
+    toy = _toy_qa()
+    runs = {"good": {"q1": {"a": 2.0, "b": 1.0}, "q2": {"b": 1.0}}, "partial": {"q1": {"b": 2.0}}}
+    rows = score_runs_per_query(toy, runs)
+    by_model = {m: {r["query_id"]: r["value"] for r in rows if r["model"] == m} for m in runs}
+    assert by_model == {"good": {"q1": 100.0, "q2": 100.0}, "partial": {"q1": 0.0, "q2": 0.0}}  # q2 absent: 0
+    assert {r["metric"] for r in rows} == {"R@20"}
+    for model, run in runs.items():  # the mean of the per-query rows is the aggregate
+        assert sum(by_model[model].values()) / 2 == score_run(toy, run, ks=(20,))["R@20"]
+
+
+def test_per_query_rows_of_a_qrels_set_average_to_ndcg(shared_data, tmp_path):
+    full = load_dataset("cranfield", data_dir=tmp_path, mirror=shared_data)
+    part = slice_dataset(full, n_queries=10, n_docs=200, seed=3)
+    runs = first_stage_runs(part, encoder=None, k=100)
+    rows = score_runs_per_query(part, runs)
+    assert {r["metric"] for r in rows} == {"nDCG@10"}
+    mean = sum(r["value"] for r in rows) / len(rows)
+    assert mean == pytest.approx(score_run(part, runs["bm25"])["nDCG@10"])
 
 
 def test_bm25_run_finds_lexical_match():

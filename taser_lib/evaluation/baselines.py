@@ -19,8 +19,8 @@ from ..data.types import Dataset, Run
 from ..retrieval.bm25 import BM25Index
 from ..retrieval.dense import DenseIndex, Encoder, dense_search, encode_corpus
 from ..retrieval.hybrid import AlphaChoice, DevSet, choose_alpha
-from .answer_recall import KS, answer_recall, hits_scorer
-from .metrics import evaluate, qrels_scorer
+from .answer_recall import KS, answer_hits, answer_recall, hits_at_k, hits_scorer
+from .metrics import evaluate, per_query, qrels_scorer
 
 # Encoded corpora, keyed by (encoder, document ids): SQuAD-open's dev and test retrieve from the same corpus.
 _EMBEDDINGS: dict[tuple[int, str], tuple[list[str], np.ndarray]] = {}
@@ -83,3 +83,24 @@ def score_runs(dataset: Dataset, runs: Mapping[str, Run], ks: Sequence[int] = KS
     name = label or dataset.name
     return [{"model": model, "dataset": name, "split": dataset.split, "metric": metric, "value": value}
             for model, run in runs.items() for metric, value in score_run(dataset, run, ks).items()]
+
+
+def score_runs_per_query(dataset: Dataset, runs: Mapping[str, Run], label: str | None = None) -> list[dict]:
+    """Long per-query rows (model, dataset, split, metric, query_id, value) of the selection metric, in percent:
+    R@20 by answer matching for QA sets, nDCG@10 over the judged queries otherwise. Every query of the dataset
+    (QA) or of its judgments gets a row for every run, so two runs pair query by query in a significance test."""
+    name = label or dataset.name
+    metric = selection_metric(dataset)
+    rows = []
+    for model, run in runs.items():
+        if is_qa(dataset):
+            hits = answer_hits(AnswerMatcher(dataset.corpus), dataset.queries, run, 20, progress=False)
+            values = hits_at_k(hits, 20)
+            values = {q: values.get(q, 0.0) for q in dataset.queries}  # a query missing from the run scores 0
+        else:
+            judged = {q: d for q, d in dataset.qrels.items() if any(g > 0 for g in d.values())}
+            values = per_query(run, judged, [metric])[metric]
+            values = {q: values.get(q, 0.0) for q in judged}
+        rows += [{"model": model, "dataset": name, "split": dataset.split, "metric": metric, "query_id": q,
+                  "value": 100 * v} for q, v in sorted(values.items())]
+    return rows
