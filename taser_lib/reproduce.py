@@ -43,6 +43,7 @@ import yaml
 from .errors import ConfigError, FormatError, TaserError
 from .io import atomic_path, atomic_write_json, atomic_write_text
 from .meta import git_revision, machine_description, run_metadata
+from .progress import PROGRESS_ENV
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
     EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result, stale_reason,
 )
@@ -78,7 +79,9 @@ def _key_lines(path: Path, text: str) -> dict[str, int]:
 
 
 def _read_profiles_file(path: Path) -> tuple[dict[str, dict], dict[str, int]]:
-    text = path.read_text(encoding="utf-8")
+    from .data.text import read_text  # strict UTF-8: an undecodable line is a FormatError naming it
+
+    text = read_text(path)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -310,9 +313,15 @@ def _streaming(stem: str, total: int):
     logger.setLevel(logging.INFO)
     logger.propagate = False
     logger.addHandler(handler)
+    saved_progress = os.environ.get(PROGRESS_ENV)
+    os.environ[PROGRESS_ENV] = "text"  # the kernel's progress bars as text, which streams here (not widgets)
     try:
         yield {"log_output": True, "stdout_file": _Echo("stdout"), "stderr_file": _Echo("stderr")}
     finally:
+        if saved_progress is None:
+            os.environ.pop(PROGRESS_ENV, None)
+        else:
+            os.environ[PROGRESS_ENV] = saved_progress
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
@@ -605,6 +614,7 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
             cell.metadata["tags"] = tags
         if cell.cell_type == "code":
             cell.outputs = _clean_outputs(cell.get("outputs", []))
+    nb.metadata.pop("widgets", None)  # the progress-bar widgets' saved state: their outputs are gone
 
     notes = []
     if executed is None:

@@ -3,7 +3,7 @@ own. Imports inside functions (the lazy ones the CLI uses to start quickly) coun
 
 The layers, lowest first, as the README lists them (taser_lib/__init__.py repeats the list):
 
-    errors, io, meta -> data, losses -> models -> retrieval -> evaluation -> training -> plots -> results
+    errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training -> plots -> results
     -> reproduce, scorecard, claims, bench -> cli
 """
 
@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "taser_lib"
 README = PACKAGE.parent / "README.md"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "io", "meta"),
+    ("errors", "io", "meta", "progress"),
     ("data", "losses"),
     ("models",),
     ("retrieval",),

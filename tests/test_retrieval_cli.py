@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from taser_lib.cli import main
 from taser_lib.data.formats.beir import write_prepared
 from taser_lib.data.types import Dataset, Document, Query
-from taser_lib.retrieval.runs import read_run
+from taser_lib.retrieval.runs import read_run, write_run
 
 TEXTS = ["Paris is the capital and largest city of France.", "The Nile is a major river in Africa.",
          "Mount Everest is the highest mountain on Earth.", "Python is a programming language.",
@@ -72,3 +73,66 @@ def test_dense_and_hybrid_with_default_model(qa_folder, tmp_path, capsys):
     assert main(["search", str(qa_folder), "--retriever", "dense", "--dense-index", str(tmp_path / "dense"),
                  "--model", str(tmp_path), "--out", str(tmp_path / "x.trec")]) == 2
     assert "encoded with --model 'default'" in capsys.readouterr().err
+
+
+def _bm25_run(qa_folder, tmp_path) -> Path:
+    run_path = tmp_path / "bm25.trec"
+    assert main(["search", str(qa_folder), "--retriever", "bm25", "--out", str(run_path), "-k", "3"]) == 0
+    return run_path
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("taser: error: ") and "Traceback" not in err, err
+    return err.strip()
+
+
+def test_evaluate_a_missing_or_empty_run_is_an_error(qa_folder, tmp_path, capsys):
+    missing = tmp_path / "nothing.trec"
+    assert main(["evaluate", str(missing), str(qa_folder)]) == 2
+    assert _one_error_line(capsys) == f"taser: error: {missing}: no such run file"
+    empty = tmp_path / "empty.trec"
+    empty.write_text("\n")
+    assert main(["evaluate", str(empty), str(qa_folder)]) == 2
+    assert _one_error_line(capsys) == (f"taser: error: {empty}: the run is empty (no 'qid Q0 docid rank score tag' "
+                                       f"line)")
+    assert not (tmp_path / "empty.trec.eval.json").exists()
+
+
+def test_evaluate_an_unknown_document_on_a_qa_set_names_run_line_and_id(qa_folder, tmp_path, capsys):
+    lines = _bm25_run(qa_folder, tmp_path).read_text().splitlines()
+    lines[4] = lines[4].replace(lines[4].split()[2], "d99")
+    bad = tmp_path / "bad.trec"
+    bad.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["evaluate", str(bad), str(qa_folder)]) == 2
+    assert _one_error_line(capsys).startswith(f"taser: error: {bad}:5: field 'docid' document 'd99' is not in the "
+                                              f"corpus of {qa_folder}")
+
+
+def test_evaluate_a_partial_run_warns_and_scores_the_missing_queries_0(qa_folder, tmp_path, capsys):
+    full = read_run(_bm25_run(qa_folder, tmp_path))
+    half = tmp_path / "half.trec"
+    write_run(half, {q: full[q] for q in ("q1", "q2")})
+    capsys.readouterr()
+    assert main(["evaluate", str(half), str(qa_folder), "--ks", "1", "3"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("taser:")]
+    assert warnings == [f"taser: warning: {half} has no results for 2 of the 4 judged queries of {qa_folder}: they "
+                        f"score 0"]
+    result = json.loads((tmp_path / "half.trec.eval.json").read_text())
+    # the full run finds every answer at rank 1 (test_bm25_index_search_evaluate): half of it finds half
+    assert result["answer_recall"] == {"R@1": 0.5, "R@3": 0.5} and result["judged_queries_without_results"] == 2
+    assert result["ir_measures"]["nDCG@10"] == 0.5 and result["queries"] == 4
+
+
+def test_evaluate_a_partial_run_on_a_qrels_set_counts_judged_queries(tmp_path, capsys):
+    corpus = {f"d{i}": Document(f"d{i}", t) for i, t in enumerate(TEXTS)}
+    queries = {q: Query(q, text) for q, text, _, _ in QUESTIONS}  # no answers: a qrels set
+    qrels = {q: {doc: 1} for q, _, _, doc in QUESTIONS[:3]}  # q4 is not judged
+    folder = write_prepared(Dataset("toy-ir", "test", corpus, queries, qrels), tmp_path / "ir")
+    run = tmp_path / "r.trec"
+    write_run(run, {"q1": {"d0": 1.0}, "q4": {"d5": 1.0}})
+    assert main(["evaluate", str(run), str(folder)]) == 0
+    assert "no results for 2 of the 3 judged queries" in capsys.readouterr().err
+    result = json.loads((tmp_path / "r.trec.eval.json").read_text())
+    assert result["ir_measures"]["nDCG@10"] == pytest.approx(1 / 3)  # q1 found, q2 and q3 count 0

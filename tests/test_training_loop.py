@@ -12,11 +12,12 @@ from safetensors.torch import load_file
 from transformers import BertConfig, BertModel
 
 from taser_lib.errors import ConfigError
-from taser_lib.training.checkpoint import latest_checkpoint, load_checkpoint
+from taser_lib.training.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
 from training_helpers import one_thread  # noqa: F401  (fixture)
 
 from taser_lib.training.loop import (
-    LoopConfig, NonFiniteLossError, layer_depth, parameter_groups, run_training, total_steps,
+    WEIGHT_GROWTH_LIMIT, LoopConfig, NonFiniteLossError, layer_depth, max_abs_weight, parameter_groups, run_training,
+    total_steps, unwrap_model,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -209,6 +210,55 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_last_checkpoint(tmp_path):
     assert load_checkpoint(ckpt, fresh).step == 4
     saved = load_file(ckpt / "model" / "model.safetensors")
     assert all(torch.equal(saved[k], v) for k, v in fresh.state_dict().items() if k in saved)
+
+
+def test_exploding_learning_rate_stops_before_an_exploded_checkpoint(tmp_path):
+    # A warm-up to an absurd learning rate: Adam moves every weight by up to lr per step, so max |w| (1.0 at the
+    # start: LayerNorm weights) grows until it passes the limit, a few steps in, while the loss stays finite.
+    config = cfg(tmp_path, lr=4e3, warmup_ratio=1.0, max_steps=40, checkpoint_every=1, keep_last=3,
+                 max_grad_norm=None)
+    model = toy_model()
+    start = max_abs_weight(model)
+    with pytest.raises(NonFiniteLossError) as err:
+        run_training(model, toy_loss, ToyBatches(), config, progress=False)
+    message = str(err.value)
+    assert "\n" not in message and ("the weights exploded at step" in message or "a weight is" in message)
+    kept = list_checkpoints(tmp_path / "run" / "checkpoints")
+    assert len(kept) >= 2  # the explosion took a few steps, each checkpointed
+    stopped_at = int(message.split(" step ")[1].split(":")[0].split()[0])
+    assert int(kept[-1].name.split("-")[1]) == stopped_at - 1  # the step that exploded was never saved
+    for ckpt in kept:  # every checkpoint on disk holds finite weights within the limit, and says so
+        saved = load_file(ckpt / "model" / "model.safetensors")
+        largest = max(float(t.abs().max()) for t in saved.values())
+        assert math.isfinite(largest) and largest <= WEIGHT_GROWTH_LIMIT * start
+        state = json.loads((ckpt / "trainer_state.json").read_text())["extra"]
+        assert state["max_abs_weight"] == pytest.approx(largest) and state["initial_max_abs_weight"] == start
+    assert max_abs_weight(model) > WEIGHT_GROWTH_LIMIT * start  # the weights in memory did explode
+    assert not (tmp_path / "run" / "final").exists()
+    # the remedy: an older checkpoint to start from, and a lower learning rate
+    assert f"the one before it {kept[-2]}" in message and f"model.name_or_path: {kept[-2] / 'model'}" in message
+    assert "lower learning rate (loop.lr, now 4000)" in message
+    # that checkpoint's weights are a good start: a new run from them with a sane learning rate trains
+    fresh = BertModel.from_pretrained(kept[-2] / "model")
+    result = run_training(fresh, toy_loss, ToyBatches(), cfg(tmp_path / "again", max_steps=2), progress=False)
+    assert result.final_step == 2
+
+
+def test_non_finite_weights_stop_the_run(tmp_path):
+    calls = {"n": 0}
+
+    def poisoning_loss(model, batch):
+        calls["n"] += 1
+        loss, logs = toy_loss(model, batch)
+        if calls["n"] == 3:  # a finite loss (sqrt(0) = 0) whose gradient is inf: without clipping, Adam writes NaN
+            w = unwrap_model(model).embeddings.word_embeddings.weight[0, 0]
+            loss = loss + torch.sqrt(w - w.detach())
+        return loss, logs
+
+    with pytest.raises(NonFiniteLossError, match=r"a weight is nan after step 3; training stopped before any "
+                                                 r"checkpoint or model of these weights was written"):
+        run_training(toy_model(), poisoning_loss, ToyBatches(), cfg(tmp_path, max_grad_norm=None), progress=False)
+    assert [p.name for p in list_checkpoints(tmp_path / "run" / "checkpoints")] == ["step-000000002"]
 
 
 def test_evaluation_does_not_change_the_trajectory(tmp_path):

@@ -35,10 +35,11 @@ def passages(cfg: BenchConfig, n: int) -> list[tuple[str, str]]:
     return [(corpus[i].title, corpus[i].text) for i in chosen]
 
 
-def encoder(cfg: BenchConfig, batch_size: int = 64, max_passage_length: int = 256) -> DenseEncoder:
+def encoder(cfg: BenchConfig, batch_size: int = 64, max_passage_length: int = 256,
+            precision: str = "fp32") -> DenseEncoder:
     """The packaged default model as a `DenseEncoder` on the benchmark's device."""
     return load_encoder("default", device=cfg.device, batch_size=batch_size, max_passage_length=max_passage_length,
-                        show_progress=cfg.progress)
+                        show_progress=cfg.progress, precision=precision)
 
 
 @functools.lru_cache(maxsize=2)

@@ -23,13 +23,17 @@ from . import load_results, summary_rows
 # benchmark -> the targeted quantities whose spread over rounds the page shows: (label, path into "measured")
 SPREADS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
     "encoding": [("speed-up over sentence-transformers", ("speedup",)),
+                 ("our fp32 over sentence-transformers", ("fp32_speedup",)),
+                 ("bf16 over our fp32", ("bf16_over_fp32",)),
                  ("fused CPU linears over stock kernels", ("fused_over_stock",))],
     "hardware": [("fraction of matmul peak, length 256, per round", ("fraction_per_round", "full")),
                  ("fraction of matmul peak, SQuAD-open, per round", ("fraction_per_round", "real"))],
     "routing": [("TASER / BERT forward", ("ratio_to_bert", "taser")),
                 ("every-expert / BERT forward", ("ratio_to_bert", "every_expert"))],
     "training": [("TASER / DPR step time", ("step_time_ratio_to_dpr", "TASER")),
-                 ("TASER_Shared / DPR step time", ("step_time_ratio_to_dpr", "TASER_Shared"))],
+                 ("TASER_Shared / DPR step time", ("step_time_ratio_to_dpr", "TASER_Shared")),
+                 *[(f"{name} bf16 step speed-up over fp32", ("bf16_speedup", name))
+                   for name in ("DPR", "TASER", "TASER_Shared")]],
     "matching": [("speed-up over reference", ("speedup",))],
 }
 SPREAD_KEYS = ("median", "q1", "q3", "min", "max", "n")
@@ -119,4 +123,10 @@ def implied_21m_lines(results: Iterable[dict[str, Any]]) -> list[str]:
         f"  flat search, per query:    {implied['flat_search_seconds_per_query'] * 1e3:10,.1f} ms",
         f"  flat fp32 index:           {implied['index_bytes_fp32'] / 2 ** 30:10,.1f} GiB",
     ]
+    memory = scaling["measured"].get("memory")
+    if memory:
+        lines.append(f"  indexing peak RAM growth, streamed (shards of {memory['shard_size']:,}): "
+                     f"{max(memory['stream_peak_mib']):,.0f} MiB at most up to {memory['sizes'][-1]:,} generated "
+                     f"passages (bound {memory['bound_mib']:,.0f} MiB); loaded whole first: "
+                     f"{memory['load_peak_mib'][-1]:,.0f} MiB")
     return lines + [f"note: {note}" for note in scaling.get("notes", [])]

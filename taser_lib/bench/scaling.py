@@ -8,11 +8,19 @@ vectors of the model's dimension, measured at every size; exact search is linear
 figure is the largest measurement scaled up. The 21M encoding time is given on this machine's CPU, and on one GPU:
 measured when run with --device cuda, else from an assumed sustained GPU FLOP rate (stated in the output).
 DPR's own encoder is BERT-base; its time is ours scaled by the FLOP ratio (same token lengths, same achieved rate).
+
+Memory: the peak RAM that indexing adds, measured in a fresh process per corpus size (`bench.memory`), for a
+GENERATED corpus (no real corpus of a million passages is offline) streamed through `encode_stream_to_shards` (what
+`taser encode` does) and, for contrast, loaded whole first (what loading a corpus file into a dict does). A stub
+encoder stands in for the model, so the series shows the pipeline's own memory; the model's is a constant on top.
+Target: the streamed peak stays within the bound computed from the shard size (`memory.shard_bound_bytes`) at every
+corpus size.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -22,6 +30,7 @@ from ..retrieval import DenseIndex
 from . import inputs
 from .core import BenchConfig, interleaved, row, spread
 from .hardware import encoder_flops
+from .memory import shard_bound_bytes, stream_peak_memory
 
 NAME = "scaling"
 TITLE = "Scaling of encoding and search, and DPR's 21M passages"
@@ -30,13 +39,29 @@ WIKIPEDIA_PASSAGES = 21_015_324  # DPR's psgs_w100.tsv
 # by default). An assumption, stated in the output; run with --device cuda to measure instead.
 ASSUMED_GPU_FLOP_PER_S = 0.5 * 19.5e12
 HOUR = 3600.0
+MIB = 2 ** 20
+
+
+def memory_scaling(sizes: list[int], shard_size: int, dim: int) -> dict[str, Any]:
+    """Peak RAM growth (MiB) of indexing each generated corpus size, streamed and loaded (module docstring)."""
+    peaks: dict[str, list[float]] = {"stream": [], "load": []}
+    method = None
+    for n in sizes:
+        for mode in peaks:
+            with tempfile.TemporaryDirectory(prefix="taser-memory-") as out:
+                probe = stream_peak_memory(n, shard_size, dim, out, mode)
+                peaks[mode].append(probe["peak_growth_bytes"] / MIB)
+                method = probe["method"]
+    return {"sizes": sizes, "shard_size": shard_size, "dim": dim, "stream_peak_mib": peaks["stream"],
+            "load_peak_mib": peaks["load"], "bound_mib": shard_bound_bytes(shard_size, dim) / MIB,
+            "method": f"peak resident memory of a child process per size: {method}"}
 
 
 def encode_scaling(cfg: BenchConfig, device: str, sizes: list[int], slice_size: int, repeats: int
                    ) -> dict[str, Any]:
     """Seconds to encode each size on `device`: measured up to `slice_size`, extrapolated beyond."""
     dev_cfg = dataclasses.replace(cfg, device=device)
-    enc = inputs.encoder(dev_cfg)
+    enc = inputs.encoder(dev_cfg, precision="auto")  # what `taser encode` and `taser index` use by default
     enc.show_progress = False
     enc.encode_passages(inputs.passages(cfg, enc.batch_size))  # warm-up
     seconds, measured, rates = [], [], {}
@@ -53,7 +78,8 @@ def encode_scaling(cfg: BenchConfig, device: str, sizes: list[int], slice_size: 
             seconds.append(n / rates[max(rates)])
             measured.append(False)
     return {"sizes": sizes, "seconds": seconds, "measured": measured,
-            "passages_per_second": rates[max(rates)], "rate_measured_at": max(rates)}
+            "passages_per_second": rates[max(rates)], "rate_measured_at": max(rates),
+            "precision": enc.resolved_precision}
 
 
 def search_scaling(cfg: BenchConfig, sizes: list[int], dim: int, n_queries: int, repeats: int) -> dict[str, Any]:
@@ -81,6 +107,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     ours_flops = encoder_flops(enc.model.config, lengths) / len(lengths)
     bert_base_factor = encoder_flops(BertConfig(), lengths) / len(lengths) / ours_flops
     search = search_scaling(cfg, sizes, enc.dim, n_queries, repeats)
+    memory = memory_scaling(list(cfg.pick((10_000, 100_000, 1_000_000), (2_000, 8_000))), cfg.pick(10_000, 1_000),
+                            enc.dim)
 
     cpu_hours = WIKIPEDIA_PASSAGES / encode["cpu"]["passages_per_second"] / HOUR
     if "cuda" in encode:
@@ -108,18 +136,27 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             *[row(f"encode {n:,} passages{'' if m else ' (extrapolated)'}", s, "s")
               for n, s, m in zip(sizes, encode[cfg.device]["seconds"], encode[cfg.device]["measured"])],
             *[row(f"flat search {n_queries} queries over {n:,}", s, "s") for n, s in zip(sizes, search["seconds"])],
+            row("streamed indexing: peak RAM growth, largest over corpus sizes", max(memory["stream_peak_mib"]), "MiB",
+                target=round(memory["bound_mib"], 1), op="<="),
+            *[row(f"indexing {n:,} generated passages: peak RAM growth, {mode}", peak, "MiB")
+              for mode in ("stream", "load") for n, peak in zip(memory["sizes"], memory[f"{mode}_peak_mib"])],
         ],
-        "measured": {"encode": encode, "search": search, "implied_21m": implied,
+        "measured": {"encode": encode, "search": search, "implied_21m": implied, "memory": memory,
                      "flops_per_passage": ours_flops, "mean_tokens": float(np.mean(lengths))},
         "sizes": {"corpus_sizes": sizes, "encode_slice": slice_size, "queries": n_queries, "repeats": repeats,
-                  "devices": devices},
+                  "devices": devices, "memory_corpus_sizes": memory["sizes"], "shard_size": memory["shard_size"]},
         "notes": [*[f"encoding on {d} beyond {slice_size[d]:,} passages is extrapolated from the rate measured there"
-                   for d in devices],
+                   f" (precision auto: {encode[d]['precision']})" for d in devices],
                   f"GPU: {gpu_basis}",
                   f"DPR's BERT-base encoder costs {bert_base_factor:.1f}x our model's FLOPs per passage: "
                   f"{cpu_hours * bert_base_factor:,.0f} h on this CPU, {gpu_hours * bert_base_factor:,.1f} h on "
                   "one GPU at the same achieved rate",
                   f"a flat fp32 index of 21M x {enc.dim} needs {implied['index_bytes_fp32'] / 2 ** 30:.0f} GiB",
                   "search scaling: random unit vectors, exact faiss flat search; 21M scaled linearly from "
-                  f"{sizes[-1]:,}"],
+                  f"{sizes[-1]:,}",
+                  f"memory: GENERATED corpora of {', '.join(f'{n:,}' for n in memory['sizes'])} ~600-character "
+                  f"passages, shards of {memory['shard_size']:,}, a stub encoder of dimension {enc.dim}; streamed "
+                  f"peak {max(memory['stream_peak_mib']):.0f} MiB at most (bound {memory['bound_mib']:.0f} MiB from "
+                  f"the shard size), loaded whole {memory['load_peak_mib'][-1]:.0f} MiB at "
+                  f"{memory['sizes'][-1]:,}; {memory['method']}"],
     }

@@ -9,13 +9,14 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    from ..bench import NAMES
+    from ..bench import NAMES, OPT_IN
 
     p = subparsers.add_parser("bench", help="benchmark encoding, routing, training, matching and search against "
                                             "their peers and the hardware limit")
     p.add_argument("--quick", action="store_true", help="tiny sizes (seconds): a smoke test, not a measurement")
-    p.add_argument("--only", nargs="+", choices=NAMES, metavar="NAME",
-                   help=f"run only these benchmarks ({', '.join(NAMES)})")
+    p.add_argument("--only", nargs="+", choices=NAMES + OPT_IN, metavar="NAME",
+                   help=f"run only these benchmarks ({', '.join(NAMES)}; and, only when named, the long "
+                        f"{', '.join(OPT_IN)})")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--out", type=Path, default=None,
                    help="folder for <name>.json (default results/bench, or results/bench-quick with --quick)")

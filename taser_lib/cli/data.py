@@ -1,4 +1,4 @@
-"""`taser data list | fetch NAME | prepare NAME`: the dataset registry from the command line."""
+"""`taser data list | fetch NAME | prepare NAME | verify NAME|FOLDER`: the dataset registry from the command line."""
 
 from __future__ import annotations
 
@@ -36,6 +36,14 @@ def register(subparsers) -> None:
                               "the library's, 10, of which DPR-style training uses the first)")
     _where(prepare)
     prepare.set_defaults(func=_prepare)
+
+    verify = sub.add_parser("verify", help="check a prepared dataset's files against the sha256 and record counts "
+                                           "its meta.json holds")
+    verify.add_argument("target", metavar="NAME|FOLDER",
+                        help="a registered dataset (its prepared folder) or a prepared folder (split or dataset)")
+    verify.add_argument("--data-dir", type=Path, default=None,
+                        help="data directory (default: $TASER_DATA_DIR, else ~/.cache/taser/data)")
+    verify.set_defaults(func=_verify)
 
 
 def _where(p: argparse.ArgumentParser) -> None:
@@ -82,4 +90,22 @@ def _prepare(args: argparse.Namespace) -> int:
     extra = {} if args.hard_negatives is None else {"hard_negatives": args.hard_negatives}
     summary = prepare(args.name, args.split, data_dir=args.data_dir, mirror=args.mirror, seed=args.seed, **extra)
     print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ..data.registry import verify_prepared
+    from ..errors import TaserError
+
+    result = verify_prepared(args.target, args.data_dir)
+    for problem in result.problems:
+        print(f"DIFFERS  {problem}")
+    for meta in result.unhashed:
+        print(f"NOTE     {meta} carries no hashes (prepared before meta.json recorded them): record counts checked "
+              f"only; run `taser data prepare {result.name or 'NAME'}` again to record them")
+    if result.problems:
+        raise TaserError(f"{result.folder}: {len(result.problems)} problem(s) (listed above), the first: "
+                         f"{result.problems[0]}")
+    checks = "sha256 and record counts" if not result.unhashed else "record counts; no hashes to check"
+    print(f"OK       {result.folder}: {len(result.checked)} file(s) match meta.json ({checks})")
     return 0

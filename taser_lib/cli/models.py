@@ -24,6 +24,9 @@ def register(subparsers) -> None:
     e.add_argument("--max-length", type=int, default=256)
     e.add_argument("--shard-size", type=int, default=100_000)
     e.add_argument("--device", default=None)
+    e.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="auto",
+                   help="auto (default): bf16 on CUDA and on CPUs with native bf16, else fp32; recorded in the "
+                        "manifest")
     e.set_defaults(func=_encode)
 
 
@@ -52,16 +55,30 @@ def _params(args: argparse.Namespace) -> int:
 
 
 def _encode(args: argparse.Namespace) -> int:
-    from ..data.formats import load_corpus_file
-    from ..models import load_encoder
-    from ..retrieval.dense import encode_corpus_to_shards
+    import itertools
 
-    corpus = load_corpus_file(args.corpus)
+    from ..data.formats import iter_corpus_file
+    from ..models import load_encoder
+    from ..retrieval.dense import encode_stream_to_shards
+
+    from ..errors import FormatError, TaserError
+
+    if not args.corpus.exists():
+        raise TaserError(f"{args.corpus}: no such corpus file")
+    # Streamed: one shard of passages in memory at a time, whatever the corpus size (DPR's 21M passages).
+    rows = iter_corpus_file(args.corpus)
+    first = next(rows, None)
+    if first is None:
+        raise FormatError(args.corpus, None, None, "holds no passages")
     encoder = load_encoder(args.model, batch_size=args.batch_size, max_passage_length=args.max_length,
-                           device=args.device)
+                           device=args.device, precision=args.precision)
     start = time.perf_counter()
-    encode_corpus_to_shards(encoder, corpus, args.out, shard_size=args.shard_size)
+    try:
+        shards = encode_stream_to_shards(encoder, itertools.chain([first], rows), args.out,
+                                         shard_size=args.shard_size, model_name=args.model)
+    except ValueError as err:  # another corpus, shard size, model or precision in --out; a bad shard size
+        raise TaserError(str(err)) from None
     seconds = time.perf_counter() - start
-    print(f"encoded {len(corpus)} passages from {args.corpus} into {args.out} "
-          f"({len(corpus) / max(seconds, 1e-9):.1f} passages/s)")
+    print(f"encoded {len(shards)} passages from {args.corpus} into {args.out} at {encoder.resolved_precision} "
+          f"({len(shards) / max(seconds, 1e-9):.1f} passages/s, resumed shards included)")
     return 0

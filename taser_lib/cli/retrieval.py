@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
-from ..errors import ConfigError, TaserError
+from ..errors import ConfigError, FormatError, TaserError
 
 _INDEX_META = "taser_index.json"
 _DATASET_HELP = ("a registered dataset NAME[:SPLIT] (e.g. squad-open:test), a prepared folder, or a BEIR folder "
@@ -75,6 +76,8 @@ def _dense_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="default", help="dense encoder: 'default' or a saved model folder")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    p.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="auto",
+                   help="encoder precision; auto (default): bf16 on CUDA and on CPUs with native bf16, else fp32")
 
 
 def _load_dataset(spec: str):
@@ -88,7 +91,7 @@ def _load_dataset(spec: str):
 def _encoder(args: argparse.Namespace):
     from ..models import load_encoder
 
-    return load_encoder(args.model, batch_size=args.batch_size, device=args.device)
+    return load_encoder(args.model, batch_size=args.batch_size, device=args.device, precision=args.precision)
 
 
 def _index_params(pairs: list[str]) -> dict[str, int]:
@@ -105,7 +108,13 @@ def _read_index_meta(folder: Path, retriever: str) -> dict:
     path = folder / _INDEX_META
     if not path.is_file():
         raise TaserError(f"{folder} is not an index folder (no {_INDEX_META}; `taser index` writes one)")
-    meta = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        meta = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise FormatError(path, getattr(err, "lineno", None), None, f"not a JSON index description ({err}); "
+                          f"build the index again with `taser index`") from None
+    if not isinstance(meta, dict) or meta.get("retriever") not in ("bm25", "dense"):
+        raise FormatError(path, None, "retriever", "missing or unknown; build the index again with `taser index`")
     if meta["retriever"] != retriever:
         raise TaserError(f"{folder} is a {meta['retriever']} index, not a {retriever} one")
     return meta
@@ -118,16 +127,21 @@ def _index(args: argparse.Namespace) -> int:
     from ..retrieval.dense import DenseIndex, encode_corpus_to_shards
 
     dataset = _load_dataset(args.dataset)
+    if not dataset.corpus:
+        raise TaserError(f"{args.dataset} has no documents to index (an empty corpus.jsonl, or a question set "
+                         f"without passages)")
     start = time.perf_counter()
     meta = {"retriever": args.retriever, "dataset": str(args.dataset), "n_docs": len(dataset.corpus)}
     if args.retriever == "bm25":
         BM25Index.build(dataset.corpus, BM25Params(k1=args.k1, b=args.b)).save(args.out / "bm25")
     else:
         params = _index_params(args.index_param)
-        shards = encode_corpus_to_shards(_encoder(args), dataset.corpus, args.out / "embeddings",
+        encoder = _encoder(args)
+        shards = encode_corpus_to_shards(encoder, dataset.corpus, args.out / "embeddings",
                                          shard_size=args.shard_size, model_name=args.model)
         DenseIndex.from_shards(shards, args.index_type, params).save(args.out / "faiss")
-        meta.update(model=args.model, index_type=args.index_type, index_params=params)
+        meta.update(model=args.model, index_type=args.index_type, index_params=params,
+                    precision=encoder.resolved_precision)
     seconds = time.perf_counter() - start
     atomic_write_json(args.out / _INDEX_META, {**meta, "seconds": seconds, **run_metadata()})
     print(f"indexed {len(dataset.corpus)} passages of {args.dataset} with {args.retriever} into {args.out} "
@@ -153,8 +167,8 @@ def _dense_run(args: argparse.Namespace, dataset, k: int):
 
     if args.dense_index:
         meta = _read_index_meta(args.dense_index, "dense")
-        if meta["model"] != args.model:
-            raise TaserError(f"{args.dense_index} was encoded with --model {meta['model']!r}, not {args.model!r}")
+        if meta.get("model") != args.model:
+            raise TaserError(f"{args.dense_index} was encoded with --model {meta.get('model')!r}, not {args.model!r}")
         index = DenseIndex.load(args.dense_index / "faiss")
         if index.doc_ids != list(dataset.corpus):
             raise TaserError(f"the dense index was built from another corpus than {args.dataset}'s")
@@ -191,6 +205,23 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_documents(path: Path, run, corpus, dataset: str) -> None:
+    """Answer matching reads each retrieved passage: a document id the corpus lacks is an error naming the run
+    file's first line that holds one."""
+    unknown = {doc for scores in run.values() for doc in scores if doc not in corpus}
+    if not unknown:
+        return
+    from ..data.text import iter_lines
+
+    for number, line in iter_lines(path):  # read_run has checked the file; find the line only
+        fields = line.split()
+        if len(fields) == 6 and fields[2] in unknown:
+            raise FormatError(path, number, "docid", f"document {fields[2]!r} is not in the corpus of {dataset} "
+                              f"({len(unknown)} unknown document id(s) in the run): was it made on another corpus?")
+    raise FormatError(path, None, "docid", f"{len(unknown)} document id(s) are not in the corpus of {dataset}, e.g. "
+                      f"{sorted(unknown)[:3]}")
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from ..data.answers import AnswerMatcher
     from ..evaluation.answer_recall import answer_hits, hits_at_k, top_k_accuracy
@@ -200,7 +231,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     from ..meta import run_metadata
     from ..retrieval.runs import read_run
 
+    if not args.run.is_file():
+        raise TaserError(f"{args.run}: no such run file" if not args.run.exists() else f"{args.run}: not a file")
     run = read_run(args.run)
+    if not run:
+        raise FormatError(args.run, None, None, "the run is empty (no 'qid Q0 docid rank score tag' line)")
     dataset = _load_dataset(args.dataset)
     unknown = set(run) - set(dataset.queries)
     if unknown:
@@ -210,6 +245,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     if with_answers and len(with_answers) != len(dataset.queries):
         raise TaserError(f"{args.dataset}: {len(dataset.queries) - len(with_answers)} of {len(dataset.queries)} "
                          f"queries have no answers")
+    if with_answers:
+        _check_documents(args.run, run, dataset.corpus, args.dataset)
+    judged = set(dataset.queries) if with_answers else set(dataset.qrels)
+    lacking = len(judged - set(run))
+    if lacking:
+        print(f"taser: warning: {args.run} has no results for {lacking} of the {len(judged)} judged queries of "
+              f"{args.dataset}: they score 0", file=sys.stderr)
     # Two families, kept apart: answer recall's R@K (TASER's top-K accuracy) and ir-measures' R@K (qrels recall)
     # share a name.
     scores: dict[str, dict[str, float]] = {}
@@ -230,6 +272,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     per_query_file = write_per_query(args.per_query or per_query_path(out), flatten(values))
     beside = per_query_file.parent.resolve() == out.parent.resolve()
     atomic_write_json(out, {"run": str(args.run), "dataset": str(args.dataset), "queries": len(dataset.queries),
+                            "judged_queries_without_results": lacking,
                             **scores, **timings, **run_metadata(),
                             "per_query": per_query_file.name if beside else str(per_query_file.resolve())})
     titles = {"answer_recall": "answer recall (top-K accuracy, DPR matching)", "ir_measures": "qrels (ir-measures)"}

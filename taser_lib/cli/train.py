@@ -1,5 +1,5 @@
 """`taser train --config FILE [--output-dir DIR] [--set KEY=VALUE ...]`: train as a YAML config says (resuming a
-killed run; `--set` overrides single fields, e.g. `--set training.loss=kl`);
+killed run; `--set` overrides single fields, e.g. `--set loop.lr=1e-5`);
 `taser train --print-config [--kind K] [--arch A]`: print every field of a kind's config with its default (the
 model fields of arch A, from its model config class).
 
@@ -12,6 +12,17 @@ import argparse
 import json
 import sys
 
+# The `--set` examples `taser train --help` shows: (kind, KEY=VALUE), each accepted by that kind's default config
+# (tests/test_cli_bad_input.py checks them all).
+SET_EXAMPLES = (("retriever", "loop.max_steps=50"), ("retriever", "data.dev_questions=null"),
+                ("cross-encoder", "data.train_queries=null"))
+
+
+def _set_examples() -> str:
+    kinds = dict.fromkeys(kind for kind, _ in SET_EXAMPLES)
+    return "; ".join(" ".join(f"--set {example}" for k, example in SET_EXAMPLES if k == kind) + f" (kind {kind})"
+                     for kind in kinds)
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -21,8 +32,8 @@ def register(subparsers) -> None:
     p.add_argument("--config", help="the YAML training config")
     p.add_argument("--output-dir", help="run folder (overrides loop.output_dir)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                   help="override one config field, value read as YAML (repeatable), e.g. --set loop.max_steps=50 "
-                        "--set data.train_queries=null")
+                   help="override one config field, value read as YAML (repeatable), e.g. " + _set_examples() +
+                        "; each kind's fields: --print-config --kind K")
     p.add_argument("--cache", action="store_true",
                    help="train into the run cache ($TASER_RUNS_DIR, else runs/cache of the repository): a finished "
                         "run of the same config and data is reused, an unfinished one resumed (no --output-dir)")

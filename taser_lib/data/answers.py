@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 import regex
-from tqdm import tqdm
+from ..progress import tqdm
 
 from .types import Corpus, Queries, Query
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from tqdm import tqdm
+from ..progress import tqdm
 
 from ..errors import ChecksumError, OfflineError, TaserError
 from ..io import atomic_path, atomic_write_text

@@ -31,6 +31,7 @@ from .formats.qa import load_curatedtrec, load_entityquestions, load_nq_open, lo
 from .formats.scifact import load_scifact
 from .formats.squad import load_squad
 from .formats.trec import read_trec_qrels, read_trec_topics
+from .prepared import Verification, verify_folder
 from .training_examples import TrainingExample, iter_dpr_retriever_json
 from .types import Dataset, Query
 
@@ -380,20 +381,43 @@ def local_status(name: str, data_dir: str | os.PathLike | None = None,
 
 def load_dataset(name: str, split: str | None = None, *, data_dir: str | os.PathLike | None = None,
                  mirror: str | os.PathLike | None = None, skip_bad: bool = False, report: SkipReport | None = None,
-                 **options) -> Dataset:
-    """One split of a dataset in canonical form. Reads the prepared copy when there is one; otherwise fetches
-    the raw files (from the mirror, never the network) and runs the loader."""
+                 verify: bool = False, **options) -> Dataset:
+    """One split of a dataset in canonical form. Reads the prepared copy when there is one (its record counts
+    checked against its meta.json, and with `verify` its files' sha256 too); otherwise fetches the raw files (from
+    the mirror, never the network) and runs the loader."""
     entry = get(name)
     split = split or entry.default_split
     if split not in entry.splits:
         raise TaserError(f"{name} has no split {split!r}; it has {list(entry.splits)}")
     if entry.derived_from:
         root = prepared_dir(name, data_dir)
+        if verify and root.is_dir():
+            _raise_unless_ok(verify_folder(root))
         return entry.loader(root, split, skip_bad=skip_bad, report=report)
     prepared = prepared_dir(name, data_dir) / split
     if not options and (prepared / "meta.json").is_file():
-        return read_prepared(prepared)
+        return read_prepared(prepared, verify=verify)
     return _load_raw(entry, split, data_dir, mirror, skip_bad=skip_bad, report=report, **options)
+
+
+def _raise_unless_ok(result: Verification) -> None:
+    if result.problems:
+        raise TaserError(f"{len(result.problems)} problem(s) in {result.folder}, first: {result.problems[0]}")
+
+
+def verify_prepared(name_or_folder: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Verification:
+    """Rehash and recount every file of a prepared dataset (`taser data verify`): a registered name (its folder
+    under the data directory) or a prepared folder (a split folder, or a folder of them)."""
+    path = Path(name_or_folder)
+    if not path.exists():
+        name = os.fspath(name_or_folder)
+        if "/" in name or os.sep in name:
+            raise TaserError(f"{path} does not exist")
+        get(name)  # an unknown name raises, listing the known ones
+        path = prepared_dir(name, data_dir)
+        if not path.is_dir():
+            raise TaserError(f"{name} is not prepared in {path.parent}: run `taser data prepare {name}`")
+    return verify_folder(path)
 
 
 def _load_raw(entry: DatasetEntry, split: str, data_dir, mirror, **kw) -> Dataset:
@@ -409,9 +433,13 @@ def training_examples(name: str, split: str = "train", *, data_dir: str | os.Pat
     fetched DPR files (dpr-nq, ...; fetch them first, they are online only)."""
     entry = get(name)
     if name == "squad-open":
-        path = prepared_dir(name, data_dir) / "dpr" / f"{split}.json"
-        if not path.is_file():
-            raise TaserError(f"{path} is missing; run `taser data prepare squad-open`")
+        from .squad_open import read_training_json
+        root = prepared_dir(name, data_dir)
+        if not (root / "meta.json").is_file():
+            raise TaserError(f"{root / 'dpr' / f'{split}.json'} is missing; run `taser data prepare squad-open`")
+        if skip_bad:
+            return iter_dpr_retriever_json(root / "dpr" / f"{split}.json", skip_bad=True, report=report)
+        return iter(read_training_json(root, split))  # its example count checked against meta.json
     else:
         wanted = [f for f in entry.files if f.split == split and ".json" in f.path]
         if not wanted:

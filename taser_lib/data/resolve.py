@@ -15,13 +15,13 @@ hard negatives, which only the retrieval layer can mine).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import TaserError
 from .formats.beir import load_beir, read_prepared
+from .prepared import read_meta
 from .registry import get, load_dataset
 from .types import Dataset
 
@@ -45,7 +45,9 @@ class DatasetSpec:
 
 
 def _is_prepared_split(folder: Path) -> bool:
-    return all((folder / name).is_file() for name in PREPARED_FILES)
+    """A prepared split folder: meta.json with corpus.jsonl, queries.jsonl or qrels.tsv beside it (one that lacks
+    some of them is a damaged one, which `read_prepared` names)."""
+    return (folder / "meta.json").is_file() and any((folder / name).exists() for name in PREPARED_FILES[1:])
 
 
 def _is_beir(folder: Path) -> bool:
@@ -102,28 +104,28 @@ def _looks_like_path(text: str) -> bool:
 
 
 def resolve_dataset(spec: str | os.PathLike, split: str | None = None, *, data_dir: str | os.PathLike | None = None,
-                    mirror: str | os.PathLike | None = None) -> Dataset:
-    """The dataset a spec names (see the module doc), one split of it, in canonical form."""
+                    mirror: str | os.PathLike | None = None, verify: bool = False) -> Dataset:
+    """The dataset a spec names (see the module doc), one split of it, in canonical form. A prepared folder's
+    record counts are checked against its meta.json, and with `verify` its files' sha256 too."""
     parsed = parse_dataset_spec(spec, split)
     kind, path, split = parsed.kind, parsed.path, parsed.split
     if kind == "registry":
-        return load_dataset(parsed.target, split, data_dir=data_dir, mirror=mirror)
+        return load_dataset(parsed.target, split, data_dir=data_dir, mirror=mirror, verify=verify)
     if kind == "prepared":
-        dataset = read_prepared(path)
+        dataset = read_prepared(path, verify=verify)
         if split and dataset.split != split:
             raise TaserError(f"{path} holds the {dataset.split!r} split, not {split!r}")
         return dataset
     if kind == "prepared-root":
         splits = _split_folders(path)
         if split is None:
-            meta = path / "meta.json"
-            default = json.loads(meta.read_text(encoding="utf-8")).get("default_split") if meta.is_file() else None
+            default = read_meta(path).get("default_split") if (path / "meta.json").is_file() else None
             split = default or ("test" if "test" in splits else splits[0] if len(splits) == 1 else None)
             if split is None:
                 raise TaserError(f"{path} holds the splits {splits}: name one ({path}:SPLIT)")
         if split not in splits:
             raise TaserError(f"{path} has no prepared split {split!r}; it has {splits}")
-        return read_prepared(path / split)
+        return read_prepared(path / split, verify=verify)
     if kind == "beir" and not (path / "qrels" / f"{split}.tsv").is_file():
         have = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
         raise TaserError(f"{path} is a BEIR folder without qrels/{split}.tsv (its splits: {', '.join(have) or 'none'})")

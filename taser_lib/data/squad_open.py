@@ -25,7 +25,6 @@ Construction (deterministic; every choice is recorded in split.json next to the 
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 import time
@@ -38,7 +37,8 @@ from ..io import atomic_dir, atomic_write_json
 from ..meta import run_metadata
 from .formats.beir import read_prepared, write_prepared
 from .formats.squad import SquadAnswer, SquadArticle, read_squad, squad_queries
-from .training_examples import TrainingExample, write_dpr_retriever_json
+from .prepared import FILES_KEY, SQUAD_OPEN_BUILDER, check_counts, damaged, file_entry, read_meta
+from .training_examples import TrainingExample, read_dpr_retriever_json, write_dpr_retriever_json
 from .types import Corpus, Dataset, Document, Qrels, Queries
 
 SPLITS = ("train", "dev", "test")
@@ -169,17 +169,21 @@ def write_squad_open(squad_open: SquadOpen, out_dir: str | Path,
     unknown = [pid for pids in hard_negatives.values() for pid in pids if pid not in squad_open.corpus]
     if unknown:
         raise ValueError(f"hard negatives name passages not in the corpus, e.g. {unknown[:3]}")
+    files: dict[str, dict[str, Any]] = {}
     with atomic_dir(out_dir) as tmp:
         for split in SPLITS:
-            write_prepared(squad_open.dataset(split), tmp / split, meta={"built_by": "taser_lib.data.squad_open"})
+            write_prepared(squad_open.dataset(split), tmp / split, meta={"built_by": SQUAD_OPEN_BUILDER})
             examples = squad_open.training_examples(split)
             for example in examples:
                 example.hard_negatives = [squad_open.corpus[pid] for pid in hard_negatives.get(example.query.id, [])]
-            write_dpr_retriever_json(examples, tmp / "dpr" / f"{split}.json", dataset="squad-open")
+            name = f"dpr/{split}.json"
+            written = write_dpr_retriever_json(examples, tmp / name, dataset="squad-open")
+            files[name] = file_entry(tmp / name, written)
         atomic_write_json(tmp / "split.json", squad_open.meta)
+        files["split.json"] = file_entry(tmp / "split.json")
         atomic_write_json(tmp / "meta.json", run_metadata(
             counts=squad_open.meta["counts"], hard_negatives=negatives_meta or {"method": None, "note": "none mined"},
-            write_seconds=round(time.perf_counter() - started, 3)))
+            write_seconds=round(time.perf_counter() - started, 3), **{FILES_KEY: files}))
     return Path(out_dir)
 
 
@@ -189,7 +193,8 @@ def load_squad_open(prepared_dir: str | Path) -> SquadOpen:
     if not (root / "meta.json").is_file():
         raise FormatError(root / "meta.json", None, None, "missing: SQuAD-open is not prepared here; "
                           "run `taser data prepare squad-open`")
-    meta = json.loads((root / "split.json").read_text(encoding="utf-8"))
+    read_meta(root)  # a damaged meta.json is an error here, not when training reads dpr/<split>.json
+    meta = read_meta(root, name="split.json")
     datasets = {split: read_prepared(root / split) for split in SPLITS}
     corpus = datasets["test"].corpus
     positives: dict[str, list[str]] = {}
@@ -202,3 +207,19 @@ def load_squad_open(prepared_dir: str | Path) -> SquadOpen:
         for qid in dataset.queries:
             positives[qid] = list(dataset.qrels.get(qid, {}))
     return SquadOpen(corpus, {split: d.queries for split, d in datasets.items()}, positives, meta)
+
+
+def read_training_json(prepared_dir: str | Path, split: str) -> list[TrainingExample]:
+    """The DPR retriever json `write_squad_open` wrote for `split` (dpr/<split>.json), its example count checked
+    against meta.json's; a missing or damaged file is a FormatError saying to prepare squad-open again."""
+    root = Path(prepared_dir)
+    meta = read_meta(root)
+    name = f"dpr/{split}.json"
+    if not (root / name).is_file():
+        raise FormatError(root / name, None, None, "missing; run `taser data prepare squad-open` (again)")
+    try:
+        examples = read_dpr_retriever_json(root / name)
+    except FormatError as err:
+        raise damaged(err, root, meta) from None
+    check_counts(root, meta, {name: len(examples)})
+    return examples

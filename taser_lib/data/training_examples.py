@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..io import atomic_path
-from .formats._common import OnBad, PathLike, SkipReport, iter_json_array
+from .formats._common import OnBad, PathLike, SkipReport, iter_json_array_positions
 from .types import Dataset, Document, Query
 
 CTX_KINDS = ("positive_ctxs", "negative_ctxs", "hard_negative_ctxs")
@@ -57,6 +57,8 @@ def _ctx(ctx: Any, where: str, lineno: int, at: str) -> Document:
     pid = ctx.get("passage_id", ctx.get("psg_id", ""))
     if not isinstance(pid, (str, int)) or isinstance(pid, bool):
         raise FormatError(where, lineno, f"{at}.passage_id", f"expected a string or integer, got {pid!r}")
+    if isinstance(pid, str) and pid and not pid.strip():  # "" is "unknown" (module doc); blank is a broken id
+        raise FormatError(where, lineno, f"{at}.passage_id", "blank passage id")
     return Document(str(pid), text, title)
 
 
@@ -76,6 +78,8 @@ def _example(record: Any, position: int, where: str, lineno: int) -> TrainingExa
             raise FormatError(where, lineno, kind, "expected a list")
         pools[kind] = [_ctx(c, where, lineno, f"{kind}[{i}]") for i, c in enumerate(ctxs)]
     qid = record.get("id", position)
+    if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not str(qid).strip():
+        raise FormatError(where, lineno, "id", f"expected a non-empty string or integer id, got {qid!r}")
     query = Query(str(qid), question.strip(), tuple(answers),
                   meta={"dataset": record["dataset"]} if isinstance(record.get("dataset"), str) else {})
     return TrainingExample(query, pools["positive_ctxs"], pools["negative_ctxs"], pools["hard_negative_ctxs"])
@@ -85,7 +89,7 @@ def iter_dpr_retriever_json(path: PathLike, *, skip_bad: bool = False,
                             report: SkipReport | None = None) -> Iterator[TrainingExample]:
     """Stream a retriever json (plain or .gz) as TrainingExamples, in file order."""
     on_bad, where = OnBad(skip_bad, report), str(path)
-    for position, (lineno, record) in enumerate(iter_json_array(path)):
+    for position, lineno, record in iter_json_array_positions(path, on_bad=on_bad):
         try:
             yield _example(record, position, where, lineno)
         except FormatError as err:

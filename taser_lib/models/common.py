@@ -78,9 +78,9 @@ def checkpoint_pooling(path: str | Path) -> tuple[str, bool] | None:
         kind = module.get("type", "")
         if kind.endswith("Pooling"):
             cfg = json.loads((path / module.get("path", "") / "config.json").read_text())
-            if cfg.get("pooling_mode_cls_token"):
+            if cfg.get("pooling_mode_cls_token") or cfg.get("pooling_mode") == "cls":  # (sentence-transformers 6)
                 pooling = "cls"
-            elif cfg.get("pooling_mode_mean_tokens"):
+            elif cfg.get("pooling_mode_mean_tokens") or cfg.get("pooling_mode") == "mean":
                 pooling = "mean"
             else:
                 raise ValueError(f"{path}: unsupported sentence-transformers pooling {cfg}")

@@ -9,10 +9,16 @@ On the CPU, an eval-mode BERT's linear layers run as oneDNN fused linears for th
 matrix multiply instead of in extra passes over memory (stock `addmm` first copies the broadcast bias into its
 output; GELU and the residual add each read and write the whole activation again). This is about 1.2x faster on
 a 2-core CPU; the results equal the stock forward to float32 rounding (tests/test_bench.py).
+
+`precision` (`fp32 | bf16 | auto`, `taser_lib.models.precision`): at bf16 the encoder runs a bfloat16 copy of the
+model (made when an encode call first needs it, and made again only when the weights have changed since), with the
+same fused linears in bfloat16 on the CPU, and returns float32 arrays as always. On a CPU with native bf16 this is
+about 1.6x faster than float32 at a minimum cosine to the float32 vectors of about 0.9999 (`taser bench`).
 """
 
 from __future__ import annotations
 
+import copy
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
+from ..progress import tqdm
 from transformers import PreTrainedTokenizerBase
 from transformers.activations import GELUActivation
 from transformers.models.bert.modeling_bert import BertIntermediate, BertOutput, BertSelfOutput
@@ -31,6 +37,7 @@ from transformers.models.bert.modeling_bert import BertIntermediate, BertOutput,
 from ..errors import ConfigError
 from ..io import atomic_dir
 from .common import Kind, Reps, TokenReps, cat_reps
+from .precision import check_precision, resolve_precision
 
 PassageInput = str | tuple[str, str]
 
@@ -90,13 +97,15 @@ def _fused_forward(module: nn.Module):
 def fused_cpu_linears(model: nn.Module, enabled: bool = True) -> Iterator[nn.Module]:
     """Within the block, run an eval-mode model's BERT linears as oneDNN fused linears (module docstring).
 
-    A no-op when not `enabled`, on other devices, in training mode, or where oneDNN's op is missing. Only module
-    instances are patched, and the patches are removed on exit, so the model's class and its training forward
-    never change.
+    A no-op when not `enabled`, on other devices, in training mode, for weights neither float32 nor bfloat16 (or
+    bfloat16 where oneDNN has no bf16 kernels), or where oneDNN's op is missing. Only module instances are patched,
+    and the patches are removed on exit, so the model's class and its training forward never change.
     """
     first = next(model.parameters(), None)
-    usable = (enabled and first is not None and first.device.type == "cpu" and first.dtype == torch.float32
-              and not model.training and _onednn_linear() is not None)
+    dtype_ok = first is not None and (first.dtype == torch.float32 or (
+        first.dtype == torch.bfloat16 and torch.ops.mkldnn._is_mkldnn_bf16_supported()))
+    usable = (enabled and dtype_ok and first.device.type == "cpu" and not model.training
+              and _onednn_linear() is not None)
     patched: list[nn.Module] = []
     try:
         if usable:
@@ -111,16 +120,29 @@ def fused_cpu_linears(model: nn.Module, enabled: bool = True) -> Iterator[nn.Mod
             del module.forward
 
 
+def _weights_key(model: nn.Module) -> tuple:
+    """Changes whenever a parameter is replaced, moved or updated in place (optimizer steps bump `_version`)."""
+    return tuple((p.data_ptr(), p._version, p.dtype) for p in model.parameters())
+
+
+def bf16_copy(model: nn.Module) -> nn.Module:
+    """A bfloat16 copy of `model` for inference, made without a transient float32 copy of its weights."""
+    memo = {id(p): nn.Parameter(p.detach().to(torch.bfloat16), requires_grad=False) for p in model.parameters()}
+    clone = copy.deepcopy(model, memo)
+    return clone.to(torch.bfloat16).train(model.training)
+
+
 class DenseEncoder:
     """`encode_queries` / `encode_passages` (float32 arrays for a dense index) for a `TaserModel` or `DPRModel`
     and its tokenizer; `represent_queries` / `represent_passages` (the model's own representations, ColBERT's
     token vectors too) for scoring with the model's `compute_similarity`.
 
-    `fuse_cpu_linears=False` keeps PyTorch's stock CPU kernels (see `fused_cpu_linears`)."""
+    `fuse_cpu_linears=False` keeps PyTorch's stock CPU kernels (see `fused_cpu_linears`). `precision` is
+    `fp32 | bf16 | auto` (module docstring); `resolved_precision` says what it means on this device."""
 
     def __init__(self, model, tokenizer: PreTrainedTokenizerBase, *, max_query_length: int = 64,
                  max_passage_length: int = 256, batch_size: int = 64, device: str | torch.device | None = None,
-                 show_progress: bool = True, fuse_cpu_linears: bool = True):
+                 show_progress: bool = True, fuse_cpu_linears: bool = True, precision: str = "fp32"):
         self.device = torch.device(device) if device else default_device()
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
@@ -129,6 +151,26 @@ class DenseEncoder:
         self.batch_size = batch_size
         self.show_progress = show_progress
         self.fuse_cpu_linears = fuse_cpu_linears
+        self.precision = check_precision(precision)
+        self._low: tuple[tuple, nn.Module] | None = None  # (weights key, bf16 copy)
+
+    @property
+    def resolved_precision(self) -> str:
+        """"fp32" or "bf16": what `precision` means on this encoder's device (`resolve_precision`)."""
+        return resolve_precision(self.precision, self.device)
+
+    def running_model(self) -> nn.Module:
+        """The module an encode call runs: the model itself at fp32, else its bf16 copy (kept while the model's
+        weights stay the same)."""
+        if self.resolved_precision == "fp32" or next(self.model.parameters()).dtype == torch.bfloat16:
+            self._low = None
+            return self.model
+        key = _weights_key(self.model)
+        if self._low is None or self._low[0] != key:
+            self._low = None  # free the stale copy before making the next
+            self._low = (key, bf16_copy(self.model))
+        self._low[1].train(self.model.training)
+        return self._low[1]
 
     @property
     def dim(self) -> int:
@@ -194,7 +236,8 @@ class DenseEncoder:
         order = np.argsort([-len(x) for x in input_ids], kind="stable")  # longest first: OOM shows up at once
         pad = self.tokenizer.pad_token_id
         bar = tqdm(total=len(input_ids), desc=f"encode {desc}", disable=not self.show_progress, unit="text")
-        with torch.inference_mode(), fused_cpu_linears(self.model, self.fuse_cpu_linears):
+        model = self.running_model()
+        with torch.inference_mode(), fused_cpu_linears(model, self.fuse_cpu_linears):
             for start in range(0, len(order), batch_size):
                 idx = order[start:start + batch_size]
                 width = max(len(input_ids[i]) for i in idx)
@@ -209,7 +252,7 @@ class DenseEncoder:
                         types[row, :n] = torch.tensor(token_type_ids[i])
                 batch = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
                          "token_type_ids": types.to(self.device)}
-                yield idx, (self.model.encode_query if kind == "query" else self.model.encode_passage)(**batch)
+                yield idx, (model.encode_query if kind == "query" else model.encode_passage)(**batch)
                 bar.update(len(idx))
         bar.close()
 

@@ -13,12 +13,18 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
     its size, both axes logarithmic, out to DPR's 21M Wikipedia passages. Measured points are filled; extrapolated
     ones hollow on a dashed line.
 
-    `result` is the scaling benchmark's record (results/bench/scaling.json).
+    `result` is the scaling benchmark's record (results/bench/scaling.json). When it holds the memory series, a
+    second panel plots it (`plot_memory`).
     """
     measured = result["measured"]
     implied = measured["implied_21m"]
     wiki = implied["passages"]
-    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    memory = measured.get("memory")  # records before issue 13 have no memory series
+    if memory:
+        fig, (ax, mem_ax) = plt.subplots(1, 2, figsize=(12.4, 4.6), gridspec_kw={"width_ratios": [1.4, 1]})
+        plot_memory(memory, mem_ax)
+    else:
+        fig, ax = plt.subplots(figsize=(7.2, 4.6))
     for device, enc in measured["encode"].items():
         points = list(zip(enc["sizes"], enc["seconds"], enc["measured"]))
         points.append((wiki, implied[f"encode_hours_{'gpu' if device == 'cuda' else 'cpu'}"] * 3600, False))
@@ -42,3 +48,21 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+def plot_memory(memory: dict[str, Any], ax=None):
+    """Measured peak RAM growth of indexing against corpus size: streamed (flat, within the bound the shard size
+    sets) and loaded whole first (growing with the corpus). `memory` is the scaling record's measured["memory"]."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.6, 4.6))
+    ax.plot(memory["sizes"], memory["stream_peak_mib"], "o-", label="streamed (encode_stream_to_shards)")
+    ax.plot(memory["sizes"], memory["load_peak_mib"], "s--", label="corpus loaded into memory first")
+    ax.axhline(memory["bound_mib"], color="grey", lw=0.8, ls=":",
+               label=f"bound from the shard size ({memory['shard_size']:,} passages)")
+    ax.set_xscale("log")
+    ax.set_xlabel("corpus size (GENERATED passages)")
+    ax.set_ylabel("peak RAM growth (MiB)")
+    ax.set_title("Indexing memory (measured)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    return ax

@@ -3,11 +3,18 @@
 `IndexFlatIP` (exact) by default; HNSW and IVF-PQ as approximate options. faiss-gpu is used when it sees a GPU
 (HNSW has no GPU version and stays on the CPU). A corpus too large for memory is encoded to float32 `.npy` shards
 on disk (`encode_corpus_to_shards`, resumable) and indexed shard by shard from memory maps (`DenseIndex.from_shards`).
+
+A corpus too large to load at all (DPR's 21M Wikipedia passages) is streamed: `encode_stream_to_shards` reads
+(id, title, text) rows from any iterator (e.g. `taser_lib.data.formats.iter_corpus_file`), holds one shard of them
+at a time, and writes the same resumable shard folder. Peak memory is bounded by the shard size, not the corpus
+(tests/test_streaming_index.py measures it). `ShardedEmbeddings.search` searches the folder exactly, shard by shard
+from memory maps, without building an in-memory index.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -15,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-from tqdm import tqdm
+from ..progress import tqdm
 
 from ..data.types import Corpus, Queries, Run
 from ..errors import ConfigError
@@ -172,16 +179,19 @@ class DenseIndex:
             index.train(_training_sample((emb for _, emb in shards), len(shards), index.params["train_size"], seed))
         for ids, emb in tqdm(shards, total=shards.n_shards, desc="indexing shards", disable=not progress):
             index.add(np.asarray(emb), ids)
+        index.encoder_info = shards.encoder_info
         return index
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Folder with index.faiss, doc_ids.json and meta.json, replaced whole (atomically)."""
+    def save(self, path: str | os.PathLike, info: dict[str, Any] | None = None) -> None:
+        """Folder with index.faiss, doc_ids.json and meta.json, replaced whole (atomically). meta.json also holds
+        `info` (e.g. the encoder's model and precision) and, for an index built from shards, theirs."""
         cpu = faiss.index_gpu_to_cpu(self.index) if self.on_gpu else self.index
         with atomic_dir(path) as tmp:
             faiss.write_index(cpu, str(tmp / "index.faiss"))
             atomic_write_json(tmp / "doc_ids.json", self.doc_ids)
             atomic_write_json(tmp / "meta.json", {"dim": self.dim, "index_type": self.index_type,
                                                   "params": self.params, "n_docs": len(self.doc_ids),
+                                                  **getattr(self, "encoder_info", {}), **(info or {}),
                                                   **run_metadata()})
 
     @classmethod
@@ -231,16 +241,38 @@ def _ids_digest(ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()
 
 
-class ShardedEmbeddings:
-    """A folder of embedding shards written by `encode_corpus_to_shards`, read back as memory maps.
+class _StreamDigest:
+    """`_ids_digest` of ids fed in pieces."""
 
-    Iterating yields (doc ids, float32 memmap [n_i, d]) per shard, in corpus order.
+    def __init__(self):
+        self._hash, self._first = hashlib.sha256(), True
+
+    def update(self, ids: Sequence[str]) -> None:
+        for doc_id in ids:
+            self._hash.update((doc_id if self._first else "\n" + doc_id).encode("utf-8"))
+            self._first = False
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+class ShardedEmbeddings:
+    """A folder of embedding shards written by `encode_corpus_to_shards` / `encode_stream_to_shards`, read back as
+    memory maps.
+
+    Iterating yields (doc ids, float32 memmap [n_i, d]) per shard, in corpus order. `encoder_info` is what the
+    manifest says about the encoder (model name, precision).
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         manifest = json.loads((self.path / "manifest.json").read_text(encoding="utf-8"))
+        if manifest.get("n_docs") is None:
+            done = sorted(self.path.glob("shard_*.npy"))
+            raise ValueError(f"{self.path}: the streamed encoding is incomplete ({len(done)} shards written, the "
+                             f"rest missing; rerun encode_stream_to_shards with the same corpus to finish)")
         self.n_docs, self.shard_size = manifest["n_docs"], manifest["shard_size"]
+        self.encoder_info = {k: manifest.get(k) for k in ("model_name", "precision")}
         self.n_shards = -(-self.n_docs // self.shard_size)
         missing = [i for i in range(self.n_shards) if not _shard_paths(self.path, i)[1].is_file()]
         if missing:
@@ -258,9 +290,63 @@ class ShardedEmbeddings:
     def __len__(self) -> int:
         return self.n_docs
 
+    def search(self, query_embeddings: np.ndarray, k: int, query_chunk: int = 256
+               ) -> tuple[np.ndarray, list[list[str]]]:
+        """Exact inner-product top k over all shards, read shard by shard from the memory maps: no index is built in
+        memory, and the score matrix held at once is `query_chunk` x one shard. The same (scores, ids) as a flat
+        `DenseIndex` of all shards, up to the order of tied scores."""
+        if k < 1:
+            raise ValueError(f"k must be positive, got {k}")
+        queries = _check_embeddings(query_embeddings, len(query_embeddings), "query embeddings", self.dim)
+        best_scores = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+        best_ids = np.empty((len(queries), 0), dtype=object)
+        for shard_ids, emb in self:
+            ids = np.asarray(shard_ids, dtype=object)
+            kk = min(k, len(ids))
+            scores_parts, ids_parts = [], []
+            for start in range(0, len(queries), query_chunk):
+                scores = queries[start:start + query_chunk] @ np.asarray(emb).T
+                top = np.argpartition(-scores, kk - 1, axis=1)[:, :kk]
+                scores_parts.append(np.take_along_axis(scores, top, axis=1))
+                ids_parts.append(ids[top])
+            cand_scores = np.concatenate([best_scores, np.concatenate(scores_parts)], axis=1)
+            cand_ids = np.concatenate([best_ids, np.concatenate(ids_parts)], axis=1)
+            order = np.argsort(-cand_scores, axis=1, kind="stable")[:, :k]
+            best_scores = np.take_along_axis(cand_scores, order, axis=1)
+            best_ids = np.take_along_axis(cand_ids, order, axis=1)
+        return best_scores, best_ids.tolist()
+
+    def search_run(self, query_ids: Sequence[str], query_embeddings: np.ndarray, k: int) -> Run:
+        scores, ids = self.search(query_embeddings, k)
+        return {qid: {d: float(s) for d, s in zip(row_ids, row_scores.tolist())}
+                for qid, row_ids, row_scores in zip(query_ids, ids, scores)}
+
 
 def _shard_paths(folder: Path, i: int) -> tuple[Path, Path]:
     return folder / f"shard_{i:05d}.ids.json", folder / f"shard_{i:05d}.npy"
+
+
+def _encoder_precision(encoder: Encoder) -> str | None:
+    """The encoder's resolved precision ("fp32" / "bf16"), None for an encoder that does not say."""
+    return getattr(encoder, "resolved_precision", None)
+
+
+_LAYOUT_KEYS = ("shard_size", "model_name", "precision")
+
+
+def _check_manifest(out: Path, expected: dict[str, Any]) -> dict[str, Any] | None:
+    """The folder's manifest (None when there is none); a ValueError naming the keys that differ from `expected`.
+    The layout keys (shard size, model name, precision) must match; the corpus keys (n_docs, ids_sha256) only where
+    both sides know them (a streamed folder learns them at its end)."""
+    path = out / "manifest.json"
+    if not path.is_file():
+        return None
+    old = json.loads(path.read_text(encoding="utf-8"))
+    differing = sorted(k for k, v in expected.items()
+                       if (old.get(k) != v if k in _LAYOUT_KEYS else None not in (v, old.get(k)) and old[k] != v))
+    if differing:
+        raise ValueError(f"{out} holds shards with different {differing}; use another folder")
+    return old
 
 
 def encode_corpus_to_shards(encoder: Encoder, corpus: Corpus, out_dir: str | os.PathLike,
@@ -269,8 +355,9 @@ def encode_corpus_to_shards(encoder: Encoder, corpus: Corpus, out_dir: str | os.
     """Encode the corpus into float32 .npy shards of `shard_size` passages under `out_dir`.
 
     Resumable: each shard's ids and then its embeddings are written atomically, so a shard whose .npy exists is
-    complete and is skipped on a rerun. The manifest records corpus ids, shard size and `model_name`; rerunning into
-    the folder with a different corpus, shard size or model name is an error rather than a silent mix.
+    complete and is skipped on a rerun. The manifest records corpus ids, shard size, `model_name` and the encoder's
+    precision; rerunning into the folder with a different corpus, shard size, model name or precision is an error
+    rather than a silent mix. (A corpus too large to load: `encode_stream_to_shards`.)
     """
     if shard_size < 1:
         raise ValueError(f"shard_size must be positive, got {shard_size}")
@@ -278,27 +365,71 @@ def encode_corpus_to_shards(encoder: Encoder, corpus: Corpus, out_dir: str | os.
         raise ValueError("cannot encode an empty corpus")
     out = Path(out_dir)
     ids = list(corpus)
-    manifest = {"n_docs": len(ids), "shard_size": shard_size, "ids_sha256": _ids_digest(ids),
-                "model_name": model_name}
-    manifest_path = out / "manifest.json"
-    if manifest_path.is_file():
-        old = json.loads(manifest_path.read_text(encoding="utf-8"))
-        differing = sorted(k for k in manifest if old.get(k) != manifest[k])
-        if differing:
-            raise ValueError(f"{out} holds shards with different {differing}; use another folder")
-    else:
-        atomic_write_json(manifest_path, {**manifest, **run_metadata()})
-    n_shards = -(-len(ids) // shard_size)
-    bar = tqdm(total=len(ids), desc="encoding shards", unit="passage", disable=not progress)
-    for i in range(n_shards):
-        shard_ids = ids[i * shard_size:(i + 1) * shard_size]
+    _check_manifest(out, {"n_docs": len(ids), "shard_size": shard_size, "ids_sha256": _ids_digest(ids),
+                          "model_name": model_name, "precision": _encoder_precision(encoder)})
+    rows = ((d, corpus[d].title, corpus[d].text) for d in ids)
+    return encode_stream_to_shards(encoder, rows, out, shard_size, model_name, progress, total=len(ids))
+
+
+def _rows(rows: Iterable) -> Iterator[tuple[str, str, str]]:
+    for row in rows:
+        yield row if isinstance(row, tuple) else (row.id, row.title, row.text)
+
+
+def encode_stream_to_shards(encoder: Encoder, rows: Iterable, out_dir: str | os.PathLike,
+                            shard_size: int = 100_000, model_name: str = "", progress: bool = True,
+                            total: int | None = None) -> ShardedEmbeddings:
+    """Encode a stream of (id, title, text) rows (or Documents) into the shard folder of `encode_corpus_to_shards`,
+    holding one shard of rows at a time: peak memory is bounded by `shard_size`, not by the corpus.
+
+    Resumable: a shard whose .npy exists is skipped after checking that it holds the same ids as the stream's rows
+    at its place (rows are still read, to find the next shard). The manifest gets the corpus size and ids digest at
+    the end; until then `ShardedEmbeddings` refuses the folder as incomplete. A stream that differs from what the
+    folder holds (other ids, other size), or a different shard size, model name or precision, is a ValueError.
+    `total` (the row count, when known) only sizes the progress bar.
+    """
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be positive, got {shard_size}")
+    out = Path(out_dir)
+    precision = _encoder_precision(encoder)
+    layout = {"shard_size": shard_size, "model_name": model_name, "precision": precision}
+    old = _check_manifest(out, layout)
+    if old is None:
+        atomic_write_json(out / "manifest.json", {"n_docs": None, **layout, **run_metadata()})
+    digest, n_docs, i = _StreamDigest(), 0, 0
+    stream = _rows(rows)
+    bar = tqdm(total=total, desc="encoding shards", unit="passage", disable=not progress)
+    while True:
+        chunk = list(itertools.islice(stream, shard_size))
+        if not chunk:
+            break
+        shard_ids = [r[0] for r in chunk]
         ids_path, emb_path = _shard_paths(out, i)
-        if not emb_path.is_file():
-            emb = _check_embeddings(encoder.encode_passages(_passages(corpus, shard_ids)), len(shard_ids),
-                                    f"encode_passages (shard {i})")
+        if emb_path.is_file():
+            stored = json.loads(ids_path.read_text(encoding="utf-8"))
+            if stored != shard_ids:
+                raise ValueError(f"{out}: shard {i} holds other document ids than the corpus has at rows "
+                                 f"{i * shard_size}..{i * shard_size + len(chunk) - 1} (ids_sha256 differs); "
+                                 f"use another folder")
+        else:
+            emb = _check_embeddings(encoder.encode_passages([(title, text) for _, title, text in chunk]),
+                                    len(chunk), f"encode_passages (shard {i})")
             atomic_write_json(ids_path, shard_ids)
             with atomic_path(emb_path) as tmp, open(tmp, "wb") as f:
                 np.save(f, emb)
-        bar.update(len(shard_ids))
+            del emb
+        digest.update(shard_ids)
+        n_docs += len(chunk)
+        i += 1
+        bar.update(len(chunk))
+        del chunk, shard_ids
     bar.close()
+    if n_docs == 0:
+        raise ValueError("cannot encode an empty corpus")
+    if _shard_paths(out, i)[1].is_file():
+        raise ValueError(f"{out}: holds more shards than the corpus fills ({i}); the corpus differs "
+                         f"(ids_sha256); use another folder")
+    final = {"n_docs": n_docs, **layout, "ids_sha256": digest.hexdigest()}
+    _check_manifest(out, final)
+    atomic_write_json(out / "manifest.json", {**final, **run_metadata()})
     return ShardedEmbeddings(out)

@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Mapping
 
+from ..data.text import iter_lines
 from ..data.types import Run
 from ..errors import FormatError
 from ..io import atomic_path
@@ -46,29 +47,29 @@ def write_run(path: str | os.PathLike, run: Run, tag: str = "taser", k: int | No
 
 
 def read_run(path: str | os.PathLike) -> Run:
-    """Read a TREC run file. Malformed lines and duplicate (query, doc) pairs raise FormatError."""
+    """Read a TREC run file (plain or .gz; strict UTF-8, CRLF and a BOM accepted: `taser_lib.data.text`).
+    Malformed lines and duplicate (query, doc) pairs raise FormatError naming the file, line and field."""
     run: Run = {}
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 6:
-                raise FormatError(path, line_no, None, f"expected 6 fields 'qid Q0 docid rank score tag', "
-                                                       f"got {len(fields)}")
-            qid, _, doc_id, rank, score, _ = fields
-            try:
-                int(rank)
-            except ValueError:
-                raise FormatError(path, line_no, "rank", f"{rank!r} is not an integer") from None
-            try:
-                value = float(score)
-            except ValueError:
-                raise FormatError(path, line_no, "score", f"{score!r} is not a number") from None
-            if not math.isfinite(value):
-                raise FormatError(path, line_no, "score", f"{score!r} is not finite")
-            scores = run.setdefault(qid, {})
-            if doc_id in scores:
-                raise FormatError(path, line_no, "docid", f"{doc_id!r} appears twice for query {qid!r}")
-            scores[doc_id] = value
+    for line_no, line in iter_lines(path):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 6:
+            raise FormatError(path, line_no, None, f"expected 6 fields 'qid Q0 docid rank score tag', "
+                                                   f"got {len(fields)}")
+        qid, _, doc_id, rank, score, _ = fields
+        try:
+            int(rank)
+        except ValueError:
+            raise FormatError(path, line_no, "rank", f"{rank!r} is not an integer") from None
+        try:
+            value = float(score)
+        except ValueError:
+            raise FormatError(path, line_no, "score", f"{score!r} is not a number") from None
+        if not math.isfinite(value):
+            raise FormatError(path, line_no, "score", f"{score!r} is not finite")
+        scores = run.setdefault(qid, {})
+        if doc_id in scores:
+            raise FormatError(path, line_no, "docid", f"{doc_id!r} appears twice for query {qid!r}")
+        scores[doc_id] = value
     return run

@@ -55,6 +55,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..io import atomic_write_json, atomic_write_text
 from ..meta import run_metadata
+from ..models.card import refresh_model_cards
 from .config import apply_overrides, config_from_dict, config_to_dict, get_kind, load_config, to_yaml
 from .distributed import all_gather_objects, barrier, is_main_process
 from .loop import TrainResult
@@ -461,6 +462,7 @@ def trained_run(config: Any, *, seed: int | None = None, overrides: Sequence[str
             atomic_write_json(run_dir / FINISHED_FILE, {
                 **dataclasses.asdict(result), "select_metric": config.loop.select_metric, "output_dir": str(run_dir),
                 "finished_at": time.time(), "metadata": run_metadata()})
+            refresh_model_cards(run_dir)  # the models' README.md, now with the selection and test metrics
             for old in _previous(run_dir):
                 shutil.rmtree(old, ignore_errors=True)
         barrier()

@@ -403,9 +403,11 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str], lines: dict[
 def load_config(path: str | Path, output_dir: str | None = None, overrides: Sequence[str] = ()) -> Any:
     """Read a YAML training config (strict: see the module docstring); `output_dir` overrides loop.output_dir and
     `overrides` (`dotted.key=value`, see `apply_overrides`) any other field."""
+    from ..data.text import read_text  # strict UTF-8: an undecodable line is a FormatError naming it
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as err:
         raise ConfigError(f"cannot read the training config {path}: {err}") from None
     try:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from ..progress import tqdm
 
 from ..errors import ConfigError
 from ..evaluation.records import per_query_path

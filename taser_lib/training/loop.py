@@ -5,7 +5,8 @@ evaluation callbacks; `run_training` does the rest:
 
 - AdamW (decay off for biases and LayerNorm weights) with linear warm-up then linear decay
   (`transformers.get_linear_schedule_with_warmup`), optional layer-wise learning-rate decay, gradient accumulation,
-  gradient clipping, bf16 autocast on CUDA only.
+  gradient clipping, bf16 autocast (`precision`: auto = bf16 on CUDA and on CPUs with native bfloat16, fp32
+  elsewhere; the master weights stay float32; the resolved choice is in result.json).
 - One optimiser step consumes `grad_accum` consecutive micro-batches of one stream that runs through the epochs
   (an accumulation may span an epoch boundary), so `steps = ceil(epochs * len(batches) / grad_accum)`.
 - Checkpoints (`taser_lib.training.checkpoint`) every `checkpoint_every` steps and at the end; started again with
@@ -18,7 +19,11 @@ evaluation callbacks; `run_training` does the rest:
   `train/<metric>` (train_evaluate) and `dev/<metric>` (evaluate). The model with the best `dev/<select_metric>`
   is saved to `output_dir/best`; the last one to `output_dir/final` (with the tokenizer, if given).
 - A NaN or inf loss or gradient norm stops the run with `NonFiniteLossError` naming the step, before the optimiser
-  touches the weights; checkpoints already written stay as they are.
+  touches the weights. So do exploded weights: after every optimiser step the largest |w| is checked, and a
+  non-finite one, or one past `WEIGHT_GROWTH_LIMIT` times its value at the start of the run, stops the run before a
+  checkpoint, best or final model of those weights is written. Every checkpoint on disk therefore holds finite,
+  unexploded weights (each records its max |w|); the error names the newest and the one before it (keep_last >= 2)
+  and says how to go on: a new run from one of them with a lower learning rate.
 - Under torch.distributed the model is wrapped in DistributedDataParallel; every rank trains on its own shard
   (the batches' job), rank 0 evaluates and writes.
 
@@ -43,13 +48,15 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from tqdm import tqdm
+from ..progress import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from ..errors import ConfigError, TaserError
 from ..io import atomic_dir, atomic_write_json, atomic_write_text
 from ..meta import run_metadata
-from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from ..models.card import write_model_card
+from ..models.precision import autocast, check_precision, resolve_precision
+from .checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
 from .distributed import all_gather_objects, all_reduce_mean, barrier, get_local_rank, is_distributed, \
     is_main_process
 
@@ -58,6 +65,9 @@ EvalFn = Callable[[torch.nn.Module], dict[str, float]]
 
 SELECT_MODES = ("max", "min")
 RUN_CONFIG_FILE = "run_config.json"
+# The weights count as exploded when their largest |w| passes this many times its value at the start of the run
+# (fine-tuning moves weights by far less; a diverging run passes it by orders of magnitude: 2e29 against 7.9).
+WEIGHT_GROWTH_LIMIT = 1000.0
 
 
 def _described(default: Any, help: str) -> Any:
@@ -83,7 +93,10 @@ class LoopConfig:
     layerwise_lr_decay: float | None = _described(None, "e.g. 0.9: each layer down gets 0.9x the layer above's LR; "
                                                         "null = off")
     max_grad_norm: float | None = _described(2.0, "gradient clipping norm; null = off")
-    bf16: bool = _described(True, "bfloat16 autocast (CUDA only; CPU runs stay float32)")
+    bf16: bool = _described(True, "older configs' switch: false forces float32 whatever `precision` says")
+    precision: str = _described("auto", "fp32 | bf16 | auto: bfloat16 autocast of the forward (master weights stay "
+                                        "float32); auto = bf16 on CUDA and on CPUs with native bf16 (avx512_bf16, "
+                                        "AMX), else fp32")
     checkpoint_every: int = _described(100, "steps between checkpoints (and one at the end); resumes start from "
                                             "the newest")
     eval_every: int = _described(100, "steps between evaluations (also at step 0 and at the end)")
@@ -113,6 +126,11 @@ class LoopConfig:
             raise ConfigError(f"loop.max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
         if self.select_mode not in SELECT_MODES:
             raise ConfigError(f"loop.select_mode must be one of {SELECT_MODES}, got {self.select_mode!r}")
+        check_precision(self.precision, "loop.precision")
+
+    def resolved_precision(self, device: str | torch.device) -> str:
+        """"fp32" or "bf16": what `precision` (and the `bf16` switch) mean on `device`."""
+        return resolve_precision(self.precision, device) if self.bf16 else "fp32"
 
 
 class ResumableBatches(Protocol):
@@ -145,7 +163,15 @@ class TrainResult:
 
 
 class NonFiniteLossError(TaserError):
-    """The loss or the gradient norm became NaN or infinite."""
+    """The loss or the gradient norm became NaN or infinite, or the weights exploded (a non-finite weight, or the
+    largest |w| past `WEIGHT_GROWTH_LIMIT` times its start value)."""
+
+
+def max_abs_weight(model: torch.nn.Module) -> float:
+    """The largest |w| over the model's parameters (NaN or inf when one is); 0.0 for a model without any."""
+    norms = [torch.linalg.vector_norm(p.detach(), ord=math.inf).float() for p in unwrap_model(model).parameters()
+             if p.numel()]
+    return float(torch.stack(norms).max()) if norms else 0.0
 
 
 def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
@@ -317,6 +343,7 @@ def _save_model(path: Path, model: torch.nn.Module, tokenizer: Any | None) -> No
         unwrap_model(model).save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
+        write_model_card(tmp, run_dir=path.parent)  # README.md: architecture, base model, the run's config
 
 
 # --- the loop -------------------------------------------------------------------------------------------------
@@ -367,7 +394,7 @@ class _Trainer:
             [{k: v for k, v in g.items() if k != "names"} for g in groups], lr=config.lr)
         self.scheduler = get_linear_schedule_with_warmup(
             self.optimizer, num_warmup_steps=int(config.warmup_ratio * self.total), num_training_steps=self.total)
-        self.autocast = config.bf16 and self.device.type == "cuda"
+        self.precision = config.resolved_precision(self.device)  # "fp32" | "bf16", recorded in result.json
 
         self.step = 0
         self.best_metric: float | None = None
@@ -383,6 +410,9 @@ class _Trainer:
             self.stream = _Stream(batches, ckpt.data_state["epoch"], ckpt.data_state["position"])
             self.best_metric, self.best_step = ckpt.extra["best_metric"], ckpt.extra["best_step"]
             self.window = ckpt.extra["window"]
+        # the reference of the weight check: the run's start, also across resumes
+        start = ckpt.extra.get("initial_max_abs_weight") if latest is not None else None
+        self.initial_weight = float(start) if start is not None else max_abs_weight(self.model)
         self.last_checkpoint = latest
         # A resumed run keeps the rows up to its checkpoint; a fresh start (even over a killed run that never
         # checkpointed) begins new files.
@@ -400,7 +430,7 @@ class _Trainer:
             where = f"step {self.step + 1} (epoch {self.stream.epoch}, batch {self.stream.position - 1})"
             sync = micro == cfg.grad_accum - 1 or not isinstance(model, DistributedDataParallel)
             with (contextlib.nullcontext() if sync else model.no_sync()), \
-                    torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast):
+                    autocast(self.precision, self.device):
                 loss, micro_logs = self.loss_fn(model, batch)
             value = float(all_reduce_mean(loss.detach().float()))
             if not math.isfinite(value):
@@ -418,14 +448,38 @@ class _Trainer:
                 self._diverged(f"the gradient norm is {norm} at step {self.step + 1}")
         self.optimizer.step()
         self.scheduler.step()
+        self._check_weights(self.step + 1)
         self.step += 1
         return total, logs
 
-    def _diverged(self, what: str):
-        good = f"the last good checkpoint is {self.last_checkpoint}" if self.last_checkpoint \
-            else "no checkpoint had been written yet"
-        raise NonFiniteLossError(f"{what}; training stopped before the optimiser step, {good}. Lower the learning "
-                                 f"rate, enable gradient clipping (loop.max_grad_norm) or check the data.")
+    def _check_weights(self, step: int) -> None:
+        """Stop before weights that are non-finite or exploded reach a checkpoint or a saved model."""
+        weight = max_abs_weight(self.model)
+        reference = self.initial_weight if self.initial_weight > 0 else 1.0
+        if not math.isfinite(weight):
+            self._diverged(f"a weight is {weight} after step {step}", stepped=True)
+        if weight > WEIGHT_GROWTH_LIMIT * reference:
+            self._diverged(f"the weights exploded at step {step}: max |w| = {weight:.3g}, {weight / reference:.3g} "
+                           f"times its start value {reference:.3g} (limit: {WEIGHT_GROWTH_LIMIT:g} times)",
+                           stepped=True)
+
+    def _diverged(self, what: str, stepped: bool = False):
+        when = ("training stopped before any checkpoint or model of these weights was written" if stepped
+                else "training stopped before the optimiser step")
+        kept = list_checkpoints(self.ckpt_dir)
+        lr = f"loop.lr, now {self.config.lr:g}"
+        if not kept:
+            advice = (f"No checkpoint had been written yet: start again with a lower learning rate ({lr}), gradient "
+                      f"clipping (loop.max_grad_norm) or checked data")
+        else:
+            older = f", the one before it {kept[-2]}" if len(kept) > 1 else ""
+            start = kept[-2] if len(kept) > 1 else kept[-1]
+            weights = start / "model" if (start / "model").is_dir() else start
+            advice = (f"The checkpoints kept hold finite weights within the limit: the newest is {kept[-1]}{older}. "
+                      f"To go on, start a new run (a new output_dir; this one refuses a changed config) from an older "
+                      f"checkpoint's weights, e.g. model.name_or_path: {weights}, with a lower learning rate ({lr}); "
+                      f"or enable gradient clipping (loop.max_grad_norm) or check the data")
+        raise NonFiniteLossError(f"{what}; {when}. {advice}.")
 
     def evaluate_now(self) -> None:
         row: dict[str, Any] = {"step": self.step, "epoch": round(self.stream.fractional_epoch, 6),
@@ -467,7 +521,8 @@ class _Trainer:
         barrier()
 
     def checkpoint(self) -> None:
-        extra = {"best_metric": self.best_metric, "best_step": self.best_step, "window": self.window}
+        extra = {"best_metric": self.best_metric, "best_step": self.best_step, "window": self.window,
+                 "max_abs_weight": max_abs_weight(self.model), "initial_max_abs_weight": self.initial_weight}
         self.last_checkpoint = save_checkpoint(self.ckpt_dir, self.model, self.optimizer, self.scheduler,
                                                self.step, self.stream.state(), extra, keep_last=self.config.keep_last)
 
@@ -511,7 +566,7 @@ class _Trainer:
         if is_main_process():
             _save_model(self.out / "final", self.model, self.tokenizer)
             atomic_write_json(self.out / "result.json", {**asdict(result), "select_metric": self.config.select_metric,
-                                                         "metadata": run_metadata()})
+                                                         "precision": self.precision, "metadata": run_metadata()})
         barrier()
         return result
 

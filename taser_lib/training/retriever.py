@@ -107,8 +107,10 @@ def add_bm25_negatives(examples: list[TrainingExample], corpus: Corpus, n: int, 
 
 def _squad_open_examples(root: Path, split: str) -> list[TrainingExample]:
     """The prepared split's DPR retriever json: questions with a positive, with the BM25 hard negatives
-    `taser data prepare squad-open` mined (best first), if any."""
-    return read_dpr_retriever_json(root / "dpr" / f"{split}.json")
+    `taser data prepare squad-open` mined (best first), if any; its count checked against meta.json's."""
+    from ..data.squad_open import read_training_json
+
+    return read_training_json(root, split)
 
 
 def load_training_set(source: DataSource, data: RetrieverDataConfig, progress: bool = True) -> TrainingSet:

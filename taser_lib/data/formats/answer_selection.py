@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...errors import FormatError
 from ..types import Candidates, Corpus, Dataset, Document, Qrels, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, open_text
+from ._common import OnBad, PathLike, SkipReport, read_lines, require_id
 
 WIKIQA_SPLITS = ("train", "dev", "test")
 TRECQA_FILES = {"train": "TRAIN.xml", "dev": "DEV.xml", "test": "TEST.xml"}
@@ -48,28 +48,31 @@ class _Builder:
 
 def load_wikiqa(root: PathLike, split: str = "test", *, skip_bad: bool = False,
                 report: SkipReport | None = None) -> Dataset:
-    """WikiQA (filtered: questions with at least one correct answer). test: 243 questions, 2,351 candidates."""
+    """WikiQA (filtered: questions with at least one correct answer). test: 243 questions, 2,351 candidates.
+
+    The four files are line-aligned: line n of each is one candidate. A line that does not decode in any of them
+    costs that candidate (an error, or with skip_bad one skipped record), never the alignment of the others."""
     if split not in WIKIQA_SPLITS:
         raise ValueError(f"WikiQA split must be one of {WIKIQA_SPLITS}, got {split!r}")
     folder, on_bad, out = Path(root) / split, OnBad(skip_bad, report), _Builder()
     names = ("a.toks", "b.toks", "sim.txt", "id.txt")
-    columns = []
-    for name in names:
-        with open_text(folder / name) as handle:
-            columns.append(handle.read().split("\n"))
-    for column in columns:  # a final newline leaves one empty trailing item
-        if column and column[-1] == "":
-            column.pop()
-    if len({len(c) for c in columns}) != 1:
-        sizes = ", ".join(f"{n}: {len(c)}" for n, c in zip(names, columns))
-        raise FormatError(folder, None, None, f"line-aligned files differ in length ({sizes})")
-    for lineno, (question, sentence, label, qid) in enumerate(zip(*columns), 1):
+    columns = [list(read_lines(folder / name)) for name in names]
+    sizes = [len(c) for c in columns]
+    if len(set(sizes)) != 1:
+        short = min(range(len(names)), key=lambda i: sizes[i])
+        listed = ", ".join(f"{n}: {size}" for n, size in zip(names, sizes))
+        raise FormatError(folder / names[short], sizes[short] + 1, None,
+                          f"line-aligned files differ in length ({listed}): line {sizes[short] + 1} is missing")
+    for row in zip(*columns):
+        lineno = row[0].number
+        question, sentence, label, qid = (line.text for line in row)
         try:
+            for line in row:
+                if line.error is not None:
+                    raise line.error
             if label not in ("0", "1"):
                 raise FormatError(folder / "sim.txt", lineno, "label", f"expected 0 or 1, got {label!r}")
-            if not qid.strip():
-                raise FormatError(folder / "id.txt", lineno, "id", "empty question id")
-            qid = qid.strip()
+            qid = require_id(qid, str(folder / "id.txt"), lineno, "id", "question").strip()
             if qid in out.queries and out.queries[qid].text != question.strip():
                 raise FormatError(folder / "a.toks", lineno, "question",
                                   f"question {qid!r} has a different text than on its first line")
@@ -82,55 +85,119 @@ def load_wikiqa(root: PathLike, split: str = "test", *, skip_bad: bool = False,
     return out.dataset("wikiqa", split)
 
 
-_TRECQA_PAIRS = re.compile(r"<QApairs id='([^']*)'>\n(.*?)</QApairs>", re.S)
-_TRECQA_BLOCK = re.compile(r"<(question|positive|negative)>\n(.*?)</\1>", re.S)
+_PAIRS_OPEN = re.compile(r"^<QApairs id='([^']*)'>$")
+_BLOCK_TAG = re.compile(r"^<(/?)(question|positive|negative)>$")
+_ANY_TAG = re.compile(r"^</?[A-Za-z][^<>]*>$")  # any line that looks like a tag must be one of the known tags
 
 
-def _check_nothing_between(text: str, matches: list[re.Match], path: Path, first_line: int, what: str) -> None:
-    """Text outside the recognised blocks is malformed: name its line rather than ignore it."""
-    pos = 0
-    for match in [*matches, None]:
-        gap = text[pos: match.start() if match else len(text)]
-        if gap.strip():
-            offset = pos + len(gap) - len(gap.lstrip())
-            raise FormatError(path, first_line + text.count("\n", 0, offset), what,
-                              f"unexpected text {gap.strip()[:40]!r}")
-        pos = match.end() if match else pos
+class _Pair:
+    """One <QApairs> being read: its blocks as (kind, first line of its content, content lines)."""
+
+    def __init__(self, qid: str, line: int):
+        self.qid, self.line = qid, line
+        self.blocks: list[tuple[str, int, list[str]]] = []
+        self.open: tuple[str, int] | None = None  # the block being read: (kind, line of its tag)
+        self.bad = False
+
+
+def _finish_pair(pair: _Pair, path: Path, out: _Builder) -> None:
+    qid = pair.qid
+    if not qid.strip():
+        raise FormatError(path, pair.line, "id", "QApairs without an id")
+    if qid in out.queries:
+        raise FormatError(path, pair.line, "id", f"duplicate question id {qid!r}")
+    kinds = [kind for kind, _, _ in pair.blocks]
+    if not kinds or kinds[0] != "question":
+        raise FormatError(path, pair.line, "question", f"question {qid!r}: no <question> block first")
+    if kinds.count("question") > 1:
+        raise FormatError(path, pair.line, "question", f"question {qid!r}: more than one <question>")
+    tokens = [(kind, line, " ".join(lines[0].split("\t")).strip()) for kind, line, lines in pair.blocks]
+    for kind, line, text in tokens:
+        if not text:
+            raise FormatError(path, line, kind, f"question {qid!r}: a <{kind}> block has no tokens")
+    question = tokens[0][2]
+    out.queries[qid] = Query(qid, question)
+    out.candidates[qid], out.qrels[qid] = [], {}
+    for kind, _, text in tokens[1:]:
+        out.add(qid, question, text, int(kind == "positive"))
 
 
 def load_trecqa(root: PathLike, split: str = "test", *, skip_bad: bool = False,
                 report: SkipReport | None = None) -> Dataset:
-    """TrecQA (raw splits, as released). test: 100 questions, 284 positive + 1,233 negative candidates."""
+    """TrecQA (raw splits, as released). test: 100 questions, 284 positive + 1,233 negative candidates.
+
+    The tags are parsed as structure, one per line: <QApairs id='..'> ... </QApairs> around a <question> block and
+    <positive>/<negative> blocks, each closed by its own end tag before the next opens. An unclosed, repeated,
+    mismatched or stray tag is a FormatError naming its line (with skip_bad, the whole question is skipped and
+    reported once): a block never silently swallows the next one.
+    """
     if split not in TRECQA_FILES:
         raise ValueError(f"TrecQA split must be one of {sorted(TRECQA_FILES)}, got {split!r}")
     path, on_bad, out = Path(root) / TRECQA_FILES[split], OnBad(skip_bad, report), _Builder()
-    with open_text(path) as handle:
-        text = handle.read()
-    pairs = list(_TRECQA_PAIRS.finditer(text))
-    _check_nothing_between(text, pairs, path, 1, "QApairs")
-    for match in pairs:
-        lineno = text.count("\n", 0, match.start()) + 1
-        qid, body = match.group(1).strip(), match.group(2)
-        try:
-            if not qid:
-                raise FormatError(path, lineno, "id", "QApairs without an id")
-            if qid in out.queries:
-                raise FormatError(path, lineno, "id", f"duplicate question id {qid!r}")
-            found = list(_TRECQA_BLOCK.finditer(body))
-            _check_nothing_between(body, found, path, lineno + 1, "block")
-            blocks = [(b.group(1), b.group(2).split("\n", 1)[0]) for b in found]
-            if not blocks or blocks[0][0] != "question":
-                raise FormatError(path, lineno, "question", f"question {qid!r}: no <question> block first")
-            if any(kind == "question" for kind, _ in blocks[1:]):
-                raise FormatError(path, lineno, "question", f"question {qid!r}: more than one <question>")
-            question = " ".join(blocks[0][1].split("\t")).strip()
-            if not question:
-                raise FormatError(path, lineno, "question", f"question {qid!r} has no tokens")
-        except FormatError as err:
+    pair: _Pair | None = None
+    stray = False  # an error outside any question was reported: quiet until the next <QApairs>
+
+    def fail(err: FormatError) -> None:
+        """Report `err` once for the question being read (and drop it), or once per stretch outside questions."""
+        nonlocal stray
+        if pair is not None:
+            if not pair.bad:
+                on_bad(err)
+            pair.bad = True
+        elif not stray:
             on_bad(err)
-            continue
-        out.queries[qid] = Query(qid, question)
-        out.candidates[qid], out.qrels[qid] = [], {}
-        for kind, tokens in blocks[1:]:
-            out.add(qid, question, " ".join(tokens.split("\t")).strip(), int(kind == "positive"))
+            stray = True
+
+    for lineno, text, decode_error in read_lines(path):
+        stripped = text.strip()
+        opening, block = _PAIRS_OPEN.match(stripped), _BLOCK_TAG.match(stripped)
+        try:
+            if opening:
+                if pair is not None:
+                    previous, pair = pair, None
+                    if not previous.bad:
+                        on_bad(FormatError(path, previous.line, "QApairs", f"<QApairs id='{previous.qid}'> is not "
+                                           f"closed before the next one at line {lineno}"))
+                pair, stray = _Pair(opening.group(1), lineno), False
+            elif stripped == "</QApairs>":
+                if pair is None:
+                    raise FormatError(path, lineno, "QApairs", "</QApairs> without an open <QApairs>")
+                if pair.open is not None and not pair.bad:
+                    kind, line = pair.open
+                    raise FormatError(path, line, kind, f"<{kind}> is not closed before </QApairs> at line {lineno}")
+                done, pair = pair, None
+                if not done.bad:
+                    try:
+                        _finish_pair(done, path, out)
+                    except FormatError as err:
+                        on_bad(err)
+            elif block:
+                closing, kind = block.group(1) == "/", block.group(2)
+                if pair is None:
+                    raise FormatError(path, lineno, kind, f"<{'/' if closing else ''}{kind}> outside <QApairs>")
+                if closing:
+                    if pair.open is None or pair.open[0] != kind:
+                        raise FormatError(path, lineno, kind, f"</{kind}> without an open <{kind}>")
+                    if not pair.blocks[-1][2]:
+                        raise FormatError(path, lineno, kind, f"empty <{kind}> block")
+                    pair.open = None
+                else:
+                    if pair.open is not None:
+                        open_kind, line = pair.open
+                        raise FormatError(path, lineno, kind, f"<{kind}> inside <{open_kind}> (line {line}): "
+                                          f"a missing </{open_kind}> or a repeated tag")
+                    pair.open = (kind, lineno)
+                    pair.blocks.append((kind, lineno + 1, []))
+            elif _ANY_TAG.match(stripped):
+                raise FormatError(path, lineno, None, f"unknown tag {stripped[:40]!r}")
+            elif pair is not None and pair.open is not None:
+                pair.blocks[-1][2].append(text)
+            elif stripped:
+                raise FormatError(path, lineno, "block" if pair else "QApairs", f"unexpected text {stripped[:40]!r}")
+            if decode_error is not None:
+                raise decode_error
+        except FormatError as err:
+            fail(err)
+    if pair is not None and not pair.bad:
+        on_bad(FormatError(path, pair.line, "QApairs", f"<QApairs id='{pair.qid}'> is not closed (file truncated?)"))
     return out.dataset("trecqa", split)

@@ -1,8 +1,8 @@
 """DPR's question and passage files (Karpukhin et al., 2020; github.com/facebookresearch/DPR):
 
-- qas csv (`nq-test.qa.csv`, ...): tab-separated "question<TAB>answers", answers a Python list literal
-  (read with `ast.literal_eval`, never eval); ids are the 0-based row positions. CuratedTREC's answers are regular
-  expressions: pass `answers_are_patterns=True`.
+- qas csv (`nq-test.qa.csv`, ...): tab-separated "question<TAB>answers", answers a printed Python list of string
+  literals (parsed strictly by `parse_string_list`, never evaluated); ids are the 0-based row positions.
+  CuratedTREC's answers are regular expressions: pass `answers_are_patterns=True`.
 - `psgs_w100.tsv` (21M Wikipedia passages of 100 words): a header "id<TAB>text<TAB>title", then one passage per
   row, CSV-quoted as DPR writes it. Plain or .gz.
 The retriever json (training examples) lives in `taser_lib.data.training_examples`.
@@ -10,15 +10,14 @@ The retriever json (training examples) lives in `taser_lib.data.training_example
 
 from __future__ import annotations
 
-import ast
 import csv
 from collections.abc import Iterator
 
-from tqdm import tqdm
+from ...progress import tqdm
 
 from ...errors import FormatError
 from ..types import Corpus, Document, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, open_text
+from ._common import CsvLines, OnBad, PathLike, SkipReport, parse_string_list, require_id
 
 PASSAGES_HEADER = ("id", "text", "title")
 
@@ -26,32 +25,31 @@ PASSAGES_HEADER = ("id", "text", "title")
 def read_dpr_qas(path: PathLike, *, answers_are_patterns: bool = False, skip_bad: bool = False,
                  report: SkipReport | None = None) -> Queries:
     on_bad, queries, where = OnBad(skip_bad, report), {}, str(path)
-    with open_text(path) as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        start, position = 1, 0
+    lines = CsvLines(path)
+    reader, position = csv.reader(lines, delimiter="\t"), 0
+    try:
         for row in reader:
-            lineno, start = start, reader.line_num + 1
-            if not row:
+            lineno, decode_error = lines.record()
+            if not row and decode_error is None:
                 continue
             qid, position = str(position), position + 1
             try:
+                if decode_error is not None:
+                    raise decode_error
                 if len(row) != 2:
                     raise FormatError(where, lineno, None, f"expected 2 columns (question, answers), got {len(row)}")
                 question, answers_text = row
                 if not question.strip():
                     raise FormatError(where, lineno, "question", "empty question")
-                try:
-                    answers = ast.literal_eval(answers_text)
-                except (ValueError, SyntaxError):
-                    raise FormatError(where, lineno, "answers", f"not a Python list literal: {answers_text[:60]!r}") \
-                        from None
-                if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
-                    raise FormatError(where, lineno, "answers",
-                                      f"expected a non-empty list of strings, got {answers!r}")
+                answers = parse_string_list(answers_text, where, lineno, "answers", commas=True)
+                if not answers:
+                    raise FormatError(where, lineno, "answers", "empty answer list")
             except FormatError as err:
                 on_bad(err)
                 continue
             queries[qid] = Query(qid, question.strip(), tuple(answers), answers_are_patterns)
+    except csv.Error as err:  # an unclosed quote runs to the end of the file: not skippable
+        raise FormatError(where, lines.record()[0], None, f"CSV error: {err}") from None
     return queries
 
 
@@ -59,23 +57,29 @@ def iter_dpr_passages(path: PathLike, *, skip_bad: bool = False,
                       report: SkipReport | None = None) -> Iterator[Document]:
     """Stream psgs_w100.tsv (or any file in its form) as Documents, in file order."""
     on_bad, where = OnBad(skip_bad, report), str(path)
-    with open_text(path) as handle:
-        reader = csv.reader(handle, delimiter="\t")
+    lines = CsvLines(path)
+    reader = csv.reader(lines, delimiter="\t")
+    try:
         header = next(reader, None)
-        if header is None or tuple(header) != PASSAGES_HEADER:
+        _, decode_error = lines.record()
+        if header is None or tuple(header) != PASSAGES_HEADER or decode_error is not None:
             raise FormatError(where, 1, None, f"expected the header line {'<TAB>'.join(PASSAGES_HEADER)!r}")
-        start = reader.line_num + 1
         for row in reader:
-            lineno, start = start, reader.line_num + 1
+            lineno, decode_error = lines.record()
+            if not row and decode_error is None:
+                continue  # a blank line
             try:
+                if decode_error is not None:
+                    raise decode_error
                 if len(row) != 3:
                     raise FormatError(where, lineno, None, f"expected 3 columns (id, text, title), got {len(row)}")
-                if not row[0].strip():
-                    raise FormatError(where, lineno, "id", "empty passage id")
+                require_id(row[0], where, lineno, "id", "passage")
             except FormatError as err:
                 on_bad(err)
                 continue
             yield Document(row[0].strip(), row[1], row[2])
+    except csv.Error as err:  # an unclosed quote runs to the end of the file: not skippable
+        raise FormatError(where, lines.record()[0], None, f"CSV error: {err}") from None
 
 
 def read_dpr_passages(path: PathLike, *, limit: int | None = None, skip_bad: bool = False,

@@ -2,8 +2,11 @@
 `.B` bibliography, `.W` text, `.X` cross-references (and `.K`, `.C`, `.N` in some collections).
 
 Rules, all documented in the collections' own files or SOURCE.md:
-- a field may repeat within a record (CISI lists one `.A` per author; Cranfield doc 240 repeats `.A`/`.B` inside its
-  abstract, an error of the original file); repeats are joined in order, nothing is dropped;
+- in documents `.A`, `.B` and `.W` may repeat within a record (CISI lists one `.A` per author; Cranfield doc 240
+  repeats `.A`/`.B` inside its abstract and docs 576 and 578 repeat `.W`, errors of the original file); repeats are
+  joined in order, nothing is dropped. Any other repeat (or any repeat in a query file) is an error: it is what two
+  records run together by a lost `.I` line look like;
+- tags are "." and one upper-case letter at the start of a line; a line like `.w` is an error, not text;
 - field text is whitespace-normalised (the files hard-wrap lines at ~70 characters);
 - Cranfield's queries are numbered by position: cran.qry's `.I` ids (001 ... 365) are not contiguous, while
   cranqrel numbers the n-th query n (cranqrel.readme; SOURCE.md). Query ids here are the cranqrel numbers, the
@@ -22,9 +25,12 @@ from pathlib import Path
 
 from ...errors import FormatError
 from ..types import Corpus, Dataset, Document, Qrels, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, open_text, parse_int, split_columns
+from ._common import OnBad, PathLike, SkipReport, iter_lines, parse_int, read_lines, split_columns
 
 _TAG = re.compile(r"^\.([A-Z])(?:\s+(.*))?$")
+_TAG_LIKE = re.compile(r"^\.[A-Za-z]")  # any line like this must be a well-formed tag
+# Fields that may repeat within a record, as the real files do (module doc); any other field repeated is an error.
+REPEATABLE_IN_DOCUMENTS = frozenset("ABW")
 KNOWN_FIELDS = frozenset("ITABWXKCN")
 _CRANFIELD_GRADES = {1: 4, 2: 3, 3: 2, 4: 1, -1: 0}
 # Names for the fields kept in Query.meta.
@@ -42,55 +48,73 @@ class GlasgowRecord:
         return " ".join(self.fields.get(tag, "").split())
 
 
-def iter_glasgow_records(path: PathLike, *, skip_bad: bool = False,
+def iter_glasgow_records(path: PathLike, *, repeatable: frozenset[str] = frozenset(), skip_bad: bool = False,
                          report: SkipReport | None = None) -> Iterator[GlasgowRecord]:
-    """Yield the `.I` records of one collection file in file order (a bad record is skipped whole if skip_bad)."""
+    """Yield the `.I` records of one collection file in file order (a bad record is skipped whole if skip_bad).
+
+    Tags are matched as the format writes them: a line that starts with "." and a letter is a tag line, and must be
+    "." + one upper-case letter, alone or followed by whitespace (`.w` or `.Wx` is an error, not text). A field not
+    in `repeatable` may appear once per record: a second `.T` means two records ran together (a lost `.I` line).
+    """
     on_bad, seen = OnBad(skip_bad, report), set()
     record: GlasgowRecord | None = None
     current: str | None = None  # the field that text lines extend
     bad = False  # inside a record already reported: skip to the next `.I`
-    with open_text(path) as lines:
-        for lineno, raw in enumerate(lines, 1):
-            line = raw.rstrip()
-            tag = _TAG.match(line)
-            try:
-                if tag and tag.group(1) == "I":
+    for lineno, line, decode_error in read_lines(path):
+        line = line.rstrip()
+        tag = _TAG.match(line)
+        try:
+            if tag is None and _TAG_LIKE.match(line):
+                if line.startswith(".I"):  # a broken `.I` still ends the record before it: that one is fine
                     if record is not None and not bad:
                         yield record
                     record, current, bad = None, None, False
-                    doc_id = (tag.group(2) or "").strip()
-                    if not doc_id:
-                        raise FormatError(path, lineno, ".I", "record without an id")
-                    if doc_id in seen:
-                        raise FormatError(path, lineno, ".I", f"duplicate id {doc_id!r}")
-                    seen.add(doc_id)
-                    record = GlasgowRecord(doc_id, lineno)
-                elif bad:
-                    continue
-                elif tag:
-                    if tag.group(1) not in KNOWN_FIELDS:
-                        raise FormatError(path, lineno, f".{tag.group(1)}", "unknown field tag")
-                    if record is None:
-                        raise FormatError(path, lineno, f".{tag.group(1)}", "field before the first .I record")
-                    current = tag.group(1)
-                    rest = tag.group(2) or ""
-                    previous = record.fields.get(current)
-                    record.fields[current] = rest if previous is None else f"{previous}\n{rest}"
-                elif line:
-                    if record is None or current is None:
-                        raise FormatError(path, lineno, None, "text outside any field (expected a .I or field line)")
-                    record.fields[current] = f"{record.fields[current]}\n{line}"
-            except FormatError as err:
+                raise FormatError(path, lineno, line.split()[0][:8], "malformed field tag: tags are '.' and one "
+                                  "upper-case letter at the start of a line (.I, .T, .A, .B, .W, .X, ...)")
+            if tag and tag.group(1) == "I":
+                if record is not None and not bad:
+                    yield record
+                record, current, bad = None, None, False
+                doc_id = (tag.group(2) or "").strip()
+                if not doc_id:
+                    raise FormatError(path, lineno, ".I", "record without an id")
+                if doc_id in seen:
+                    raise FormatError(path, lineno, ".I", f"duplicate id {doc_id!r}")
+                seen.add(doc_id)
+                record = GlasgowRecord(doc_id, lineno)
+            elif bad:
+                continue
+            elif tag:
+                if tag.group(1) not in KNOWN_FIELDS:
+                    raise FormatError(path, lineno, f".{tag.group(1)}", "unknown field tag")
+                if record is None:
+                    raise FormatError(path, lineno, f".{tag.group(1)}", "field before the first .I record")
+                current = tag.group(1)
+                rest = tag.group(2) or ""
+                previous = record.fields.get(current)
+                if previous is not None and current not in repeatable:
+                    raise FormatError(path, lineno, f".{current}", f"record {record.id!r} (line {record.line}) has "
+                                      f"this field twice (a lost .I line?)")
+                record.fields[current] = rest if previous is None else f"{previous}\n{rest}"
+            elif line:
+                if record is None or current is None:
+                    raise FormatError(path, lineno, None, "text outside any field (expected a .I or field line)")
+                record.fields[current] = f"{record.fields[current]}\n{line}"
+            if decode_error is not None:
+                raise decode_error
+        except FormatError as err:
+            if not bad:
                 on_bad(err)
-                bad = True
-        if record is not None and not bad:
-            yield record
+            bad = True
+    if record is not None and not bad:
+        yield record
 
 
 def read_glasgow_documents(path: PathLike, *, skip_bad: bool = False, report: SkipReport | None = None) -> Corpus:
     """Documents: id = `.I`, title = `.T`, text = `.W` (empty if the record has none, as Cranfield 471 and 995)."""
     return {r.id: Document(r.id, r.text("W"), r.text("T"))
-            for r in iter_glasgow_records(path, skip_bad=skip_bad, report=report)}
+            for r in iter_glasgow_records(path, repeatable=REPEATABLE_IN_DOCUMENTS, skip_bad=skip_bad,
+                                          report=report)}
 
 
 def read_glasgow_queries(path: PathLike, *, by_position: bool = False, skip_bad: bool = False,
@@ -113,20 +137,19 @@ def read_glasgow_queries(path: PathLike, *, by_position: bool = False, skip_bad:
 
 def _read_pairs(path: PathLike, names: tuple[str, ...], grade_of, on_bad: OnBad) -> Qrels:
     qrels: Qrels = {}
-    with open_text(path) as lines:
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                cols = split_columns(line, None, names, str(path), lineno)
-                qid, doc_id = str(parse_int(cols[0], str(path), lineno, names[0])), cols[1]
-                grade = grade_of(cols, lineno)
-                if doc_id in qrels.get(qid, {}):
-                    raise FormatError(path, lineno, names[1], f"({qid}, {doc_id}) judged twice")
-            except FormatError as err:
-                on_bad(err)
-                continue
-            qrels.setdefault(qid, {})[doc_id] = grade
+    for lineno, line in iter_lines(path, on_bad=on_bad):
+        if not line.strip():
+            continue
+        try:
+            cols = split_columns(line, None, names, str(path), lineno)
+            qid, doc_id = str(parse_int(cols[0], str(path), lineno, names[0])), cols[1]
+            grade = grade_of(cols, lineno)
+            if doc_id in qrels.get(qid, {}):
+                raise FormatError(path, lineno, names[1], f"({qid}, {doc_id}) judged twice")
+        except FormatError as err:
+            on_bad(err)
+            continue
+        qrels.setdefault(qid, {})[doc_id] = grade
     return qrels
 
 

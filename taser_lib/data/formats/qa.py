@@ -10,13 +10,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from ...errors import FormatError
 from ..types import Dataset, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, iter_json_array, open_text, split_columns
+from ._common import (OnBad, PathLike, SkipReport, StrictJson, iter_json_array, iter_json_array_positions, iter_lines,
+                      read_lines, require_id, split_columns)
 
 
 def _answers(value, where: str, lineno: int, field_name: str) -> tuple[str, ...]:
@@ -33,36 +33,34 @@ def _text(value, where: str, lineno: int, field_name: str) -> str:
 
 def read_nq_open(path: PathLike, *, skip_bad: bool = False, report: SkipReport | None = None) -> Queries:
     """NQ-open jsonl. NQ-open.dev.jsonl is the 3,610-question set DPR and ORQA report as the NQ *test* set."""
-    on_bad, queries, where = OnBad(skip_bad, report), {}, str(path)
-    with open_text(path) as lines:
-        position = 0
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            qid, position = str(position), position + 1
-            try:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise FormatError(where, lineno, None, f"invalid JSON: {err.msg}") from None
-                if not isinstance(record, dict):
-                    raise FormatError(where, lineno, None, "expected a JSON object")
-                query = Query(qid, _text(record.get("question"), where, lineno, "question"),
-                              _answers(record.get("answer"), where, lineno, "answer"))
-            except FormatError as err:
-                on_bad(err)
-                continue
-            queries[qid] = query
+    on_bad, queries, where, strict = OnBad(skip_bad, report), {}, str(path), StrictJson()
+    position = 0
+    for lineno, line, error in read_lines(path):
+        if not line.strip() and error is None:
+            continue
+        qid, position = str(position), position + 1  # a skipped record keeps its position: ids do not shift
+        try:
+            if error is not None:
+                raise error
+            record = strict.loads(line, where, lineno)
+            if not isinstance(record, dict):
+                raise FormatError(where, lineno, None, "expected a JSON object")
+            query = Query(qid, _text(record.get("question"), where, lineno, "question"),
+                          _answers(record.get("answer"), where, lineno, "answer"))
+        except FormatError as err:
+            on_bad(err)
+            continue
+        queries[qid] = query
     return queries
 
 
 def read_webquestions(path: PathLike, *, skip_bad: bool = False, report: SkipReport | None = None) -> Queries:
     on_bad, queries, where = OnBad(skip_bad, report), {}, str(path)
-    for lineno, record in iter_json_array(path):
+    for lineno, record in iter_json_array(path, on_bad=on_bad):
         try:
             if not isinstance(record, dict):
                 raise FormatError(where, lineno, None, "expected a JSON object")
-            qid = _text(record.get("qId"), where, lineno, "qId")
+            qid = _text(record.get("qId"), where, lineno, "qId")  # an empty or blank id is an error
             if qid in queries:
                 raise FormatError(where, lineno, "qId", f"duplicate question id {qid!r}")
             query = Query(qid, _text(record.get("qText"), where, lineno, "qText"),
@@ -77,28 +75,25 @@ def read_webquestions(path: PathLike, *, skip_bad: bool = False, report: SkipRep
 def read_curatedtrec(path: PathLike, *, skip_bad: bool = False, report: SkipReport | None = None) -> Queries:
     on_bad, queries, where = OnBad(skip_bad, report), {}, str(path)
     names = ("id", "type", "question", "answer_pattern")
-    with open_text(path) as lines:
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
+    for lineno, line in iter_lines(path, on_bad=on_bad):
+        if not line.strip():
+            continue
+        try:
+            qid, _, question, pattern = split_columns(line, "\t", names, where, lineno)
+            qid = require_id(qid, where, lineno, "id", "question").strip()
+            if qid in queries:
+                raise FormatError(where, lineno, "id", f"duplicate question id {qid!r}")
+            question = _text(question, where, lineno, "question")
+            if not pattern.strip():
+                raise FormatError(where, lineno, "answer_pattern", "empty answer pattern")
             try:
-                qid, _, question, pattern = split_columns(line.rstrip("\n"), "\t", names, where, lineno)
-                qid = qid.strip()
-                if not qid:
-                    raise FormatError(where, lineno, "id", "empty question id")
-                if qid in queries:
-                    raise FormatError(where, lineno, "id", f"duplicate question id {qid!r}")
-                question = _text(question, where, lineno, "question")
-                if not pattern.strip():
-                    raise FormatError(where, lineno, "answer_pattern", "empty answer pattern")
-                try:
-                    re.compile(pattern)
-                except re.error as err:
-                    raise FormatError(where, lineno, "answer_pattern", f"invalid regular expression: {err}") from None
-            except FormatError as err:
-                on_bad(err)
-                continue
-            queries[qid] = Query(qid, question, (pattern,), answers_are_patterns=True)
+                re.compile(pattern)
+            except (re.error, RecursionError, OverflowError) as err:
+                raise FormatError(where, lineno, "answer_pattern", f"invalid regular expression: {err}") from None
+        except FormatError as err:
+            on_bad(err)
+            continue
+        queries[qid] = Query(qid, question, (pattern,), answers_are_patterns=True)
     return queries
 
 
@@ -125,11 +120,11 @@ def read_entityquestions(root: PathLike, split: str = "test", relations: list[st
     on_bad, queries = OnBad(skip_bad, report), {}
     for relation in relations or available:
         path = Path(root, split, f"{relation}.{split}.json")
-        for position, (lineno, record) in enumerate(iter_json_array(path)):
+        for position, lineno, record in iter_json_array_positions(path, on_bad=on_bad):
+            qid = f"{relation}-{position}"
             try:
                 if not isinstance(record, dict):
                     raise FormatError(path, lineno, None, "expected a JSON object")
-                qid = f"{relation}-{position}"
                 query = Query(qid, _text(record.get("question"), str(path), lineno, "question"),
                               _answers(record.get("answers"), str(path), lineno, "answers"),
                               meta={"relation": relation})

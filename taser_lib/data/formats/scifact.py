@@ -3,7 +3,7 @@ claims_{train,validation,test}.csv), turned into BEIR SciFact (Thakur et al., 20
 
 - corpus: doc_id, title, text = the abstract's sentences joined by single spaces (BEIR's construction). The CSV
   stores each abstract as a numpy array repr (string literals separated by whitespace, inside brackets), which is
-  parsed literal by literal, never with eval;
+  parsed by a strict small parser (`parse_string_list`: quotes and repr's escapes only), never evaluated;
 - queries: one per claim id (claims repeat once per evidence document in the CSV; repeats must agree);
 - qrels: (claim, cited document) pairs, grade 1. BEIR's *test* split is SciFact's validation claims: 300 queries,
   339 qrels; "train" is the 809 training claims.
@@ -11,7 +11,6 @@ claims_{train,validation,test}.csv), turned into BEIR SciFact (Thakur et al., 20
 
 from __future__ import annotations
 
-import ast
 import csv
 import re
 from collections.abc import Iterator
@@ -19,28 +18,16 @@ from pathlib import Path
 
 from ...errors import FormatError
 from ..types import Corpus, Dataset, Document, Qrels, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, display_name, open_text
+from ._common import CsvLines, OnBad, PathLike, SkipReport, display_name, parse_string_list, require_id
 
 CLAIM_FILES = {"train": "claims_train.csv", "test": "claims_validation.csv"}
 CORPUS_FILE = "corpus_train.csv"
-_LITERAL = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\"""", re.S)
 _DOC_IDS = re.compile(r"^\[\s*(\d+(?:\s+\d+)*)?\s*\]$")
 
 
 def parse_string_array(value: str, where: str, lineno: int, field_name: str) -> list[str]:
-    """`['a' "b's"\\n 'c']` (a numpy array of strings, as printed) -> ["a", "b's", "c"]."""
-    text = value.strip()
-    if not (text.startswith("[") and text.endswith("]")):
-        raise FormatError(where, lineno, field_name, "expected a bracketed list of string literals")
-    inner, items, pos = text[1:-1], [], 0
-    for match in _LITERAL.finditer(inner):
-        if inner[pos:match.start()].strip():
-            raise FormatError(where, lineno, field_name, f"unexpected text {inner[pos:match.start()].strip()[:40]!r}")
-        items.append(ast.literal_eval(match.group()))
-        pos = match.end()
-    if inner[pos:].strip():
-        raise FormatError(where, lineno, field_name, f"unexpected text {inner[pos:].strip()[:40]!r}")
-    return items
+    """`['a' "b's"\\n 'c']` (a numpy array of strings, as printed) -> ["a", "b's", "c"], parsed strictly (no eval)."""
+    return parse_string_list(value, where, lineno, field_name, commas=False)
 
 
 def parse_doc_ids(value: str, where: str, lineno: int, field_name: str) -> list[str]:
@@ -51,31 +38,46 @@ def parse_doc_ids(value: str, where: str, lineno: int, field_name: str) -> list[
     return match.group(1).split() if match.group(1) else []
 
 
-def _csv_rows(zip_path: PathLike, member: str, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    """(first line of the record, row) for each CSV record; the header must hold `columns`."""
+def _csv_rows(zip_path: PathLike, member: str, columns: tuple[str, ...],
+              on_bad: OnBad) -> Iterator[tuple[int, dict[str, str]]]:
+    """(first line of the record, row) for each CSV record; the header must hold `columns` (once each). A record
+    with the wrong number of columns or an undecodable line is a FormatError (or, with skip_bad, skipped)."""
     where = display_name(zip_path, member)
-    with open_text(zip_path, member) as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+    lines = CsvLines(zip_path, member)
+    reader = csv.reader(lines)
+    try:
+        header = next(reader, None)
+        _, decode_error = lines.record()
+        if decode_error is not None:
+            raise decode_error
+        missing = [c for c in columns if c not in (header or [])]
         if missing:
             raise FormatError(where, 1, missing[0], f"header lacks column(s) {missing}")
-        start = reader.line_num + 1
-        try:
-            for row in reader:
-                if None in row or any(v is None for v in row.values()):
-                    raise FormatError(where, start, None, f"expected {len(reader.fieldnames)} columns")
-                yield start, row
-                start = reader.line_num + 1
-        except csv.Error as err:
-            raise FormatError(where, reader.line_num, None, f"CSV error: {err}") from None
+        if len(set(header)) != len(header):
+            raise FormatError(where, 1, None, f"header repeats a column: {header}")
+        for row in reader:
+            start, decode_error = lines.record()
+            if not row and decode_error is None:
+                continue
+            try:
+                if decode_error is not None:
+                    raise decode_error
+                if len(row) != len(header):
+                    raise FormatError(where, start, None, f"expected {len(header)} columns, got {len(row)}")
+            except FormatError as err:
+                on_bad(err)
+                continue
+            yield start, dict(zip(header, row))
+    except csv.Error as err:  # an unclosed quote runs to the end of the file: not skippable
+        raise FormatError(where, lines.record()[0], None, f"CSV error: {err}") from None
 
 
 def read_scifact_corpus(zip_path: PathLike, *, skip_bad: bool = False, report: SkipReport | None = None) -> Corpus:
     on_bad, where, corpus = OnBad(skip_bad, report), display_name(zip_path, CORPUS_FILE), {}
-    for lineno, row in _csv_rows(zip_path, CORPUS_FILE, ("doc_id", "title", "abstract")):
+    for lineno, row in _csv_rows(zip_path, CORPUS_FILE, ("doc_id", "title", "abstract"), on_bad):
         try:
             doc_id = row["doc_id"].strip()
-            if not doc_id.isdigit():
+            if not re.fullmatch(r"[0-9]+", doc_id):
                 raise FormatError(where, lineno, "doc_id", f"expected an integer id, got {doc_id!r}")
             if doc_id in corpus:
                 raise FormatError(where, lineno, "doc_id", f"duplicate document id {doc_id!r}")
@@ -96,11 +98,9 @@ def read_scifact_claims(zip_path: PathLike, split: str = "test", *, skip_bad: bo
     on_bad, where = OnBad(skip_bad, report), display_name(zip_path, member)
     queries: Queries = {}
     qrels: Qrels = {}
-    for lineno, row in _csv_rows(zip_path, member, ("id", "claim", "cited_doc_ids")):
+    for lineno, row in _csv_rows(zip_path, member, ("id", "claim", "cited_doc_ids"), on_bad):
         try:
-            qid, claim = row["id"].strip(), row["claim"].strip()
-            if not qid:
-                raise FormatError(where, lineno, "id", "empty claim id")
+            qid, claim = require_id(row["id"], where, lineno, "id", "claim").strip(), row["claim"].strip()
             if not claim:
                 raise FormatError(where, lineno, "claim", f"claim {qid!r} has no text")
             cited = parse_doc_ids(row["cited_doc_ids"], where, lineno, "cited_doc_ids")

@@ -8,15 +8,14 @@ field position instead of a line number.
 
 from __future__ import annotations
 
-import json
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...errors import FormatError
 from ..types import Corpus, Dataset, Document, Qrels, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, display_name
+from ._common import OnBad, PathLike, SkipReport, StrictJson, display_name, read_text
+from ..text import zip_names
 
 
 @dataclass(frozen=True)
@@ -54,18 +53,14 @@ class SquadArticle:
 
 
 def _read_json(path: Path) -> tuple[str, Any]:
+    member = None
     if path.suffix == ".zip":
-        with zipfile.ZipFile(path) as archive:
-            members = [n for n in archive.namelist() if n.endswith(".json")]
-            if len(members) != 1:
-                raise FormatError(path, None, None, f"expected one .json member, found {members}")
-            where, raw = display_name(path, members[0]), archive.read(members[0])
-    else:
-        where, raw = str(path), path.read_bytes()
-    try:
-        return where, json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise FormatError(where, getattr(err, "lineno", None), None, f"invalid JSON: {err}") from None
+        members = [n for n in zip_names(path) if n.endswith(".json")]
+        if len(members) != 1:
+            raise FormatError(path, None, None, f"expected one .json member, found {members}")
+        member = members[0]
+    where = display_name(path, member)
+    return where, StrictJson().loads(read_text(path, member), where, None)
 
 
 def _expect(value: Any, kind: type, where: str, field_name: str) -> Any:
@@ -77,6 +72,8 @@ def _expect(value: Any, kind: type, where: str, field_name: str) -> Any:
 def _question(qa: Any, context: str, where: str, at: str) -> SquadQuestion:
     qa = _expect(qa, dict, where, at)
     qid = _expect(qa.get("id"), str, where, f"{at}.id")
+    if not qid.strip():
+        raise FormatError(where, None, f"{at}.id", "empty question id")
     question = _expect(qa.get("question"), str, where, f"{at}.question")
     if not question.strip():
         raise FormatError(where, None, f"{at}.question", f"question {qid!r} is empty")
@@ -86,7 +83,7 @@ def _question(qa: Any, context: str, where: str, at: str) -> SquadQuestion:
         answer = _expect(answer, dict, where, a_at)
         text = _expect(answer.get("text"), str, where, f"{a_at}.text")
         start = _expect(answer.get("answer_start"), int, where, f"{a_at}.answer_start")
-        if not text.strip() or context[start:start + len(text)] != text:
+        if not text.strip() or start < 0 or context[start:start + len(text)] != text:
             raise FormatError(where, None, f"{a_at}.answer_start",
                               f"question {qid!r}: context[{start}:{start + len(text)}] is not the answer {text!r}")
         answers.append(SquadAnswer(text, start))

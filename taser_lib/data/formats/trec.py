@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...errors import FormatError
 from ..types import Qrels, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, open_text, parse_int, read_id_text_lines, split_columns
+from ._common import OnBad, PathLike, SkipReport, iter_lines, parse_int, read_id_text_lines, split_columns
 
 
 def read_trec_topics(path: PathLike, *, skip_bad: bool = False, report: SkipReport | None = None) -> Queries:
@@ -20,17 +20,17 @@ def read_trec_qrels(path: PathLike, *, skip_bad: bool = False, report: SkipRepor
     """
     on_bad, qrels = OnBad(skip_bad, report), {}
     names = ("query_id", "iteration", "doc_id", "relevance")
-    with open_text(path) as lines:
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                qid, _, doc_id, grade = split_columns(line, None, names, str(path), lineno)
-                grade_value = parse_int(grade, str(path), lineno, "relevance")
-                if doc_id in qrels.get(qid, {}):
-                    raise FormatError(path, lineno, "doc_id", f"({qid}, {doc_id}) judged twice")
-            except FormatError as err:
-                on_bad(err)
-                continue
-            qrels.setdefault(qid, {})[doc_id] = grade_value
+    for lineno, line in iter_lines(path, on_bad=on_bad):
+        if not line.strip():
+            continue
+        try:
+            # whitespace-separated columns cannot be empty: an empty id shows as a missing column
+            qid, _, doc_id, grade = split_columns(line, None, names, str(path), lineno)
+            grade_value = parse_int(grade, str(path), lineno, "relevance")
+            if doc_id in qrels.get(qid, {}):
+                raise FormatError(path, lineno, "doc_id", f"({qid}, {doc_id}) judged twice")
+        except FormatError as err:
+            on_bad(err)
+            continue
+        qrels.setdefault(qid, {})[doc_id] = grade_value
     return qrels
