@@ -98,28 +98,95 @@ def contrastive_loss(scores: torch.Tensor, targets: torch.Tensor, reduction: str
     return F.cross_entropy(_f32(scores), targets, reduction=reduction)
 
 
+# --- TASER's routing-entropy regularizer (Eq. 4-5): three readings, see `routing_entropy_term` ---
+
+ENTROPY_MODES = ("release", "literal", "balance")
+
+
+def _routing_log_probs(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """log P of the selected units, `[n, I]`."""
+    log_p = F.log_softmax(_f32(logits), dim=-1)
+    if mask is None:
+        return log_p.reshape(-1, log_p.shape[-1])
+    if mask.shape != log_p.shape[:-1]:
+        raise ValueError(f"mask must have shape {tuple(log_p.shape[:-1])}, got {tuple(mask.shape)}")
+    if not bool(mask.any()):
+        raise ValueError("routing entropy: the mask selects no unit")
+    return log_p[mask]
+
+
 def routing_entropy(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """L_ent of TASER Eq. 4, -sum_i P(i) log P(i) with P = softmax(A h + c), averaged over the routed units.
+    """Per-unit routing entropy, Eq. 4's -sum_i P(i) log P(i) with P = softmax(A h + c), averaged over the routed
+    units: mean_u H(P_u) (a measure, >= 0; `routing_entropy_literal` is the same value as a loss term)."""
+    log_p = _routing_log_probs(logits, mask)
+    return -(log_p.exp() * log_p).sum(-1).mean()
+
+
+def batch_routing_entropy(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Entropy of the batch-averaged routing distribution, H(Pbar) with Pbar = mean_u P_u: log I when the units
+    use every expert equally often (in expectation), 0 when all go to one expert."""
+    p_bar = _routing_log_probs(logits, mask).exp().mean(0)
+    return -(p_bar * torch.log(p_bar.clamp_min(torch.finfo(p_bar.dtype).tiny))).sum()
+
+
+def routing_entropy_release(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """`release` term: mean_u sum_i P_u(i) log P_u(i) = -mean_u H(P_u), as the authors' moe_models.py computes it
+    (issue 11's reading); added with +beta, training raises every unit's routing entropy. The default."""
+    return -routing_entropy(logits, mask)
+
+
+def routing_entropy_literal(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """`literal` term: mean_u H(P_u), Eq. 4 as printed; added with +beta (Eq. 5), training lowers every unit's
+    routing entropy (more confident routing)."""
+    return routing_entropy(logits, mask)
+
+
+def routing_entropy_balance(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """`balance` term: -H(Pbar), the negative entropy of the batch-averaged routing distribution; added with +beta,
+    training spreads the batch's units over the experts (load balancing), the paper's stated motive."""
+    return -batch_routing_entropy(logits, mask)
+
+
+ENTROPY_TERMS = {"release": routing_entropy_release, "literal": routing_entropy_literal,
+                 "balance": routing_entropy_balance}
+
+
+def routing_entropy_term(logits: torch.Tensor, mode: str = "release", mask: torch.Tensor | None = None
+                         ) -> torch.Tensor:
+    """The L_ent term of Eq. 5 under `mode`, one of ENTROPY_MODES.
+
+    The routing-entropy regularizer of TASER Eq. 4-5 for learned routing (Seq-R, Tok-R). The paper (App. A):
+
+        "For Seq-R and Tok-R, to avoid routing all inputs to the same expert FFN sub-layer, we further apply the
+         entropic regularization  L_ent = - sum_{i=1}^I P(i) log P(i).  (4)  where P(i) = Softmax(Ah + c)_i is the
+         probability of the i-th expert FFN sub-layer being selected. Hence, the joint training objective is
+         L_joint = L_sim + beta L_ent,  (5)  where beta is a scalar hyperparameter. In our work, we fix beta = 0.01."
+
+    Read literally, Eq. 4-5 minimise the entropy of each unit's routing distribution: every unit's routing grows
+    more confident, which does nothing against the collapse the sentence names as the motive. The authors' release
+    (microsoft/taser; quoted here from issue 11's reading of it, the repository cannot be fetched offline) does the
+    opposite: its `moe_models.py` computes sum(p * log p), i.e. -H, per routed unit and averages it over the
+    specialized layers, and `train_dense_retriever.py` adds beta times that to the loss, which *maximises* per-unit
+    entropy. A third reading expresses the stated motive directly: maximise the entropy of the batch-averaged routing
+    distribution (load balancing, as in switch-style mixtures of experts). Each variant below returns the term that
+    enters L_joint = L_sim + beta * term (Eq. 5's sign), averaged over the routed units:
+
+      release  (the default):  mean_u sum_i P_u(i) log P_u(i)  = -mean_u H(P_u)   minimised: per-unit entropy rises
+      literal  (Eq. 4 as printed):  mean_u H(P_u)                                   minimised: per-unit entropy falls
+      balance:  sum_i Pbar(i) log Pbar(i) = -H(Pbar),  Pbar = mean_u P_u             minimised: batch usage evens out
 
     `logits` is `[..., I]` (one row per routed sequence for Seq-R, per token for Tok-R); `mask` (bool, shape
     `logits.shape[:-1]`) selects the units that count, e.g. real tokens rather than padding.
-    Eq. 4 is read literally: the entropy of each unit's routing distribution, averaged. (The paper motivates it as
-    keeping inputs from all going to one expert, which the entropy of the *batch-averaged* distribution would
-    express; Eq. 4 and Eq. 5 as printed, minimised with +beta, give the per-unit form used here.)
     """
-    log_p = F.log_softmax(_f32(logits), dim=-1)
-    per_unit = -(log_p.exp() * log_p).sum(-1)
-    if mask is None:
-        return per_unit.mean()
-    if mask.shape != per_unit.shape:
-        raise ValueError(f"mask must have shape {tuple(per_unit.shape)}, got {tuple(mask.shape)}")
-    if not bool(mask.any()):
-        raise ValueError("routing_entropy: the mask selects no unit")
-    return per_unit[mask].mean()
+    if mode not in ENTROPY_TERMS:
+        raise ValueError(f"entropy mode must be one of {ENTROPY_MODES}, got {mode!r}")
+    return ENTROPY_TERMS[mode](logits, mask)
 
 
 def joint_loss(l_sim: torch.Tensor, l_ent: torch.Tensor, beta: float = 0.01) -> torch.Tensor:
-    """L_joint = L_sim + beta * L_ent (TASER Eq. 5; the paper fixes beta = 0.01)."""
+    """L_joint = L_sim + beta * L_ent (TASER Eq. 5; the paper fixes beta = 0.01). `l_ent` is the routing term of
+    the model's entropy mode (`routing_entropy_term`): under the default `release` it is -H, so the sum raises the
+    routing entropy."""
     return l_sim + beta * l_ent
 
 

@@ -7,7 +7,8 @@ import pytest
 from taser_lib.data.registry import load_dataset
 from taser_lib.data.slicing import slice_dataset
 from taser_lib.data.types import Dataset, Document, Query
-from taser_lib.evaluation.baselines import first_stage_runs, is_qa, score_run, score_runs, score_runs_per_query
+from taser_lib.evaluation.baselines import (first_stage_runs, is_qa, query_length, score_run, score_runs,
+                                            score_runs_per_query, truncated_queries)
 
 
 def test_slice_keeps_every_judged_document(shared_data, tmp_path):
@@ -68,3 +69,32 @@ def test_bm25_run_finds_lexical_match():
     runs = first_stage_runs(toy, encoder=None, k=3)
     assert set(runs) == {"bm25"}
     assert next(iter(sorted(runs["bm25"]["q2"].items(), key=lambda x: -x[1])))[0] == "b"
+
+
+@pytest.fixture(scope="module")
+def default_encoder():
+    from taser_lib.models import load_encoder
+
+    return load_encoder("default", device="cpu", max_query_length=8, show_progress=False)
+
+
+def test_query_length_cuts_no_query_of_a_qrels_set_and_caps_qa_sets(shared_data, tmp_path, default_encoder):
+    cranfield = load_dataset("cranfield", data_dir=tmp_path, mirror=shared_data)
+    n = query_length(cranfield, default_encoder, qa_cap=32)  # not a QA set: the cap does not apply
+    assert truncated_queries(cranfield, default_encoder, n) == 0 < truncated_queries(cranfield, default_encoder, n - 1)
+    assert n > 32 and truncated_queries(cranfield, default_encoder, 32) > 0  # 32 would cut Cranfield's queries
+    toy = _toy_qa()
+    longest = query_length(toy, default_encoder)
+    assert truncated_queries(toy, default_encoder, longest) == 0 < truncated_queries(toy, default_encoder, longest - 1)
+    assert query_length(toy, default_encoder, qa_cap=4) == 4  # QA sets keep the papers' length as a cap
+    assert query_length(toy, default_encoder, qa_cap=32) == longest
+
+
+def test_first_stage_runs_encode_queries_at_the_given_length(default_encoder):
+    toy = _toy_qa()
+    toy.queries["q3"] = Query("q3", "which river flows through the capital city of France, Paris", ("Seine",))
+    cut = first_stage_runs(toy, default_encoder, k=3)["dense"]  # the encoder's own 8 tokens
+    whole = first_stage_runs(toy, default_encoder, k=3, query_length=query_length(toy, default_encoder))["dense"]
+    assert default_encoder.max_query_length == 8  # restored afterwards
+    assert cut["q1"] == pytest.approx(whole["q1"])  # short queries: the same
+    assert cut["q3"] != pytest.approx(whole["q3"])   # the long one: no longer cut

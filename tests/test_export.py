@@ -34,6 +34,10 @@ CASES = {
     "taser-seq": ("taser", {"routing": "sequence", "pooling": "mean", "normalize": True}),
     "taser-tok": ("taser", {"routing": "token"}),
     "shared": ("shared", {"pooling": "mean", "normalize": True}),
+    # models that read a titled passage as one string "title text" (built from sentence-transformers checkpoints)
+    "shared-concat": ("shared", {"pooling": "mean", "normalize": True, "passage_format": "concat"}),
+    "dpr-concat": ("dpr", {"passage_format": "concat"}),
+    "taser-det-concat": ("taser", {"routing": "deterministic", "passage_format": "concat"}),
 }
 
 
@@ -79,7 +83,14 @@ def test_sentence_transformers_round_trip(tiny_bert, tmp_path, case):
     custom = arch == "taser" and overrides["routing"] != "shared"
     st = SentenceTransformer(str(out), device="cpu", trust_remote_code=custom)
     assert min_cosine(st.encode_query(QUERIES), ours.encode_queries(QUERIES)) >= 0.9999
-    assert min_cosine(st.encode_document(TITLED), ours.encode_passages(TITLED)) >= 0.9999
+    concat = overrides.get("passage_format") == "concat"
+    assert ours.passage_format == ("concat" if concat else "pair")
+    if concat:  # sentence-transformers users pass one string, title + " " + text; our TASER module joins tuples too
+        joined = [f"{title} {text}" for title, text in TITLED]
+        assert min_cosine(st.encode_document(joined), ours.encode_passages(TITLED)) >= 0.9999
+        assert "title + \" \" + text" in (out / "README.md").read_text()
+    if not concat or custom:
+        assert min_cosine(st.encode_document(TITLED), ours.encode_passages(TITLED)) >= 0.9999
     assert min_cosine(st.encode_document(UNTITLED), ours.encode_passages(UNTITLED)) >= 0.9999
     assert min_cosine(st.encode(UNTITLED), ours.encode_passages(UNTITLED)) >= 0.9999  # no task: passages
     if arch == "dpr" or overrides.get("routing") == "deterministic":
@@ -123,6 +134,7 @@ def test_shared_and_dpr_load_with_no_flag_and_back_into_taser_lib(tiny_bert, tmp
     # the export's root is a stock BERT with the ST pooling: taser_lib loads it as the same Shared model
     again = DenseEncoder(load_model(out), load_tokenizer(out), show_progress=False)
     ours = DenseEncoder(load_model(source), load_tokenizer(source), show_progress=False)
+    assert again.passage_format == ours.passage_format == "pair"  # recorded in the export's config.json
     assert min_cosine(again.encode_passages(TITLED), ours.encode_passages(TITLED)) >= 0.9999
 
 

@@ -63,6 +63,53 @@ def test_routing_entropy_and_joint_loss():
     assert L.joint_loss(torch.tensor(1.0), torch.tensor(2.0), beta=0.5).item() == pytest.approx(2.0)
 
 
+def test_routing_entropy_terms_by_hand():
+    """The three readings of TASER Eq. 4-5 on two units with P = (1/4, 3/4) and (1, 0) (to float64 rounding)."""
+    logits = T([[0.0, math.log(3.0)], [50.0, -50.0]])
+    h_unit = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75)) / 2   # mean per-unit entropy (second unit: 0)
+    p_bar = (0.25 + 1.0) / 2, (0.75 + 0.0) / 2                     # batch-averaged routing (5/8, 3/8)
+    h_bar = -sum(p * math.log(p) for p in p_bar)
+    assert L.batch_routing_entropy(logits).item() == pytest.approx(h_bar, rel=1e-9)
+    assert L.routing_entropy_release(logits).item() == pytest.approx(-h_unit, rel=1e-9)   # mean sum p log p
+    assert L.routing_entropy_literal(logits).item() == pytest.approx(h_unit, rel=1e-9)
+    assert L.routing_entropy_balance(logits).item() == pytest.approx(-h_bar, rel=1e-9)
+    for mode, fn in L.ENTROPY_TERMS.items():
+        assert L.routing_entropy_term(logits, mode).item() == fn(logits).item()
+    assert L.routing_entropy_term(logits).item() == L.routing_entropy_release(logits).item()  # the default
+    # all units on one expert, each with certainty: no entropy either way; uniform units: log I both ways
+    collapsed = T([[30.0, -30.0, -30.0]] * 3)
+    assert L.batch_routing_entropy(collapsed).item() == pytest.approx(0.0, abs=1e-9)
+    assert L.batch_routing_entropy(torch.zeros(4, 3)).item() == pytest.approx(math.log(3))
+    # confident units spread over the experts: no per-unit entropy, full batch entropy
+    spread = T([[30.0, -30.0], [-30.0, 30.0]])
+    assert L.routing_entropy(spread).item() == pytest.approx(0.0, abs=1e-9)
+    assert L.batch_routing_entropy(spread).item() == pytest.approx(math.log(2))
+    # masks select units ([B, tokens] for Tok-R)
+    tokens = torch.stack([logits, T([[0.0, 0.0], [0.0, 0.0]])])                 # [2, 2, I]
+    mask = torch.tensor([[True, True], [False, False]])
+    assert L.routing_entropy_balance(tokens, mask).item() == pytest.approx(-h_bar, rel=1e-9)
+    with pytest.raises(ValueError, match="entropy mode"):
+        L.routing_entropy_term(logits, "maximise")
+
+
+@pytest.mark.parametrize("mode", L.ENTROPY_MODES)
+def test_a_step_on_the_entropy_term_moves_the_entropy_its_way(mode):
+    """Gradient descent on the term alone: release raises per-unit entropy, literal lowers it, balance raises the
+    entropy of the batch-averaged routing (units that all lean to expert 0, with different confidence)."""
+    logits = T([[2.0, 0.0, -1.0], [1.0, 0.5, 0.0], [3.0, -1.0, 0.5], [0.5, 0.0, 0.2]]).requires_grad_()
+    before = float(L.routing_entropy(logits.detach())), float(L.batch_routing_entropy(logits.detach()))
+    L.routing_entropy_term(logits, mode).backward()
+    with torch.no_grad():
+        stepped = logits - 0.5 * logits.grad
+    after = float(L.routing_entropy(stepped)), float(L.batch_routing_entropy(stepped))
+    if mode == "release":
+        assert after[0] > before[0] + 1e-3
+    elif mode == "literal":
+        assert after[0] < before[0] - 1e-3
+    else:
+        assert after[1] > before[1] + 1e-3
+
+
 # --- one-hot softmax CE with smoothing (DE Eq. 1, Table 8), focal loss (Table 9) ----------------------------------
 
 def test_softmax_ce_hand_example_smoothing_and_temperature():

@@ -63,6 +63,8 @@ def test_specialized_layers_every_t_plus_one():
     (dict(num_experts=2, routing="shared"), "1 expert"),
     (dict(routing="random"), "routing must be"),
     (dict(pooling="max"), "pooling must be"),
+    (dict(entropy_mode="maximise"), "entropy_mode must be"),
+    (dict(passage_format="joined"), "passage_format must be"),
 ])
 def test_bad_configs_are_clear_errors(kwargs, message):
     with pytest.raises(ConfigError, match=message):
@@ -137,24 +139,65 @@ def test_gumbel_router_gets_gradient_from_task_loss(tiny_bert_dir, routing):
     b = batch()
     out = model(query=b, passage=batch(seed=2))
     loss = model.compute_similarity(out.q_reps, out.p_reps).diagonal().sum()  # a task loss, no entropy term
-    assert model.entropy_weight == 0.0 and float(out.entropy.detach()) > 0.0  # L_ent is there, weighted by 0
+    assert model.entropy_weight == 0.0 and float(out.entropy.detach()) < 0.0  # L_ent (release: -H), weighted by 0
     loss.backward()
     grads = [layer.router.weight.grad for layer in model.taser_layers]
     assert all(g is not None for g in grads)
     assert sum(float(g.abs().sum()) for g in grads) > 0
 
 
-def test_entropy_term_on_known_logits(tiny_bert_dir):
-    model = TaserModel.from_bert(tiny_bert_dir, routing="sequence", num_experts=4, entropy_weight=0.5).eval()
+@pytest.mark.parametrize("mode, sign", [("release", -1), ("literal", 1), ("balance", -1)])
+def test_entropy_term_on_known_logits(tiny_bert_dir, mode, sign):
+    model = TaserModel.from_bert(tiny_bert_dir, routing="sequence", num_experts=4, entropy_weight=0.5,
+                                 entropy_mode=mode).eval()
     with torch.no_grad():
         for layer in model.taser_layers:  # uniform routing: P(i) = 1/4 for every input
             layer.router.weight.zero_()
             layer.router.bias.zero_()
-    out = model(query=batch())
-    n_layers = len(model.taser_layers)
-    assert math.isclose(float(out.entropy.detach()), n_layers * math.log(4), rel_tol=1e-5)  # L_ent, Eq. 4
+    out = model(query=batch(), passage=batch(seed=2))
+    # per block +-log 4 under every reading (uniform: per-unit and batch entropy both log 4), averaged over the
+    # blocks (as the release does) and added over the question and passage passes
+    assert math.isclose(float(out.entropy.detach()), sign * 2 * math.log(4), rel_tol=1e-5)
+    for kind in ("query", "passage"):
+        h_unit, h_batch = model.routing_stats[kind]
+        assert math.isclose(float(h_unit), math.log(4), rel_tol=1e-5)
+        assert math.isclose(float(h_batch), math.log(4), rel_tol=1e-5)
     assert model.entropy_weight == 0.5  # beta, for losses.joint_loss (Eq. 5)
     assert float(DPRModel.from_bert(tiny_bert_dir)(query=batch()).entropy) == 0.0
+
+
+@pytest.mark.parametrize("routing", ["sequence", "token"])
+@pytest.mark.parametrize("mode", ["release", "literal", "balance"])
+def test_a_step_on_the_entropy_term_moves_the_models_routing_its_way(tiny_bert_dir, routing, mode):
+    """Training on beta * L_ent alone (routers only): `release` raises the per-unit routing entropy, `literal`
+    lowers it, `balance` raises the entropy of the batch-averaged routing."""
+    torch.manual_seed(0)
+    model = TaserModel.from_bert(tiny_bert_dir, routing=routing, num_experts=4, entropy_mode=mode).train()
+    with torch.no_grad():  # a skewed start: every unit leans to expert 0, some more than others
+        for layer in model.taser_layers:
+            layer.router.weight.normal_(0.0, 0.3)
+            layer.router.bias.copy_(torch.tensor([2.0, 0.0, -0.5, -1.0]))
+    b = batch(n=6)
+
+    def entropies():
+        with torch.no_grad():
+            model.encode_query(**b)
+        return [float(x) for x in model.routing_stats["query"]]
+
+    before = entropies()
+    routers = [p for layer in model.taser_layers for p in layer.router.parameters()]
+    optimizer = torch.optim.SGD(routers, lr=0.5)
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(query=b).entropy.backward()
+        optimizer.step()
+    after = entropies()
+    if mode == "release":
+        assert after[0] > before[0] + 1e-3
+    elif mode == "literal":
+        assert after[0] < before[0] - 1e-3
+    else:
+        assert after[1] > before[1] + 1e-3
 
 
 def test_save_load_round_trip(tiny_bert_dir, tmp_path):
@@ -317,3 +360,65 @@ def test_default_model_offline_matches_sentence_transformers(monkeypatch):
                                     ("Paris", "Paris is the capital of France.")])
     scores = enc.encode_queries(["who wrote hamlet"]) @ passages.T
     assert scores[0, 0] > scores[0, 1]
+    # a titled passage goes in as sentence-transformers users give it: one string, title + " " + text
+    assert enc.passage_format == "concat"
+    titled = [("Hamlet", "Hamlet is a tragedy written by William Shakespeare."), ("", "Untitled text here.")]
+    joined = SentenceTransformer(str(default_checkpoint()), device="cpu").encode([f"{t} {x}".strip()
+                                                                                for t, x in titled])
+    assert np.all((enc.encode_passages(titled) * joined).sum(1) > 0.9999)
+
+
+def test_passage_format_is_the_checkpoints_own_and_survives_save_load(tiny_bert_dir, tmp_path):
+    """A plain BERT reads passages as DPR's pair; a sentence-transformers checkpoint (modules.json) as one string;
+    an override wins; saved models keep theirs, and a saved config without the field (older models) reads pairs."""
+    import json
+
+    from taser_lib.models import DenseEncoder, load_tokenizer
+
+    assert build_model("taser", tiny_bert_dir).config.passage_format == "pair"
+    assert build_model("dpr", tiny_bert_dir, passage_format="concat").config.passage_format == "concat"
+    st_dir = tmp_path / "st"  # the tiny BERT as a sentence-transformers checkpoint
+    BertModel.from_pretrained(tiny_bert_dir).save_pretrained(st_dir)
+    (st_dir / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "",
+                                                       "type": "sentence_transformers.models.Transformer"}]))
+    for arch in ("shared", "taser", "dpr", "colbert"):
+        assert build_model(arch, st_dir).config.passage_format == "concat", arch
+        assert build_model(arch, st_dir, passage_format="pair").config.passage_format == "pair", arch
+    model = build_model("taser", st_dir)
+    model.save_pretrained(tmp_path / "saved")
+    assert load_model(tmp_path / "saved").config.passage_format == "concat"
+    config = json.loads((tmp_path / "saved" / "config.json").read_text())
+    del config["passage_format"]
+    (tmp_path / "saved" / "config.json").write_text(json.dumps(config))
+    assert load_model(tmp_path / "saved").config.passage_format == "pair"
+
+    tokenizer = load_tokenizer("default")  # a real vocabulary, to read the tokens back
+    passages = [("Hamlet", "hamlet was written by william shakespeare"), "an untitled passage"]
+    decoded = {}
+    for fmt in ("pair", "concat"):
+        enc = DenseEncoder(model, tokenizer, passage_format=fmt, show_progress=False)
+        decoded[fmt] = [tokenizer.decode(ids) for ids in enc.tokenize_passages(passages)["input_ids"]]
+    assert decoded["pair"][0] == "[CLS] hamlet [SEP] hamlet was written by william shakespeare [SEP]"
+    assert decoded["concat"][0] == "[CLS] hamlet hamlet was written by william shakespeare [SEP]"
+    assert decoded["pair"][1] == "[CLS] [SEP] an untitled passage [SEP]"  # in a titled batch: an empty title
+    assert decoded["concat"][1] == "[CLS] an untitled passage [SEP]"
+    assert DenseEncoder(model, tokenizer, show_progress=False).passage_format == "concat"  # the model's own
+    with pytest.raises(ConfigError, match="passage_format"):
+        DenseEncoder(model, tokenizer, passage_format="joined")
+
+
+def test_covering_query_length(tiny_bert_dir):
+    from taser_lib.models import DenseEncoder, load_tokenizer
+    from taser_lib.models.encoding import covering_length
+
+    tokenizer = load_tokenizer("default")
+    texts = ["short one", "a somewhat longer query about the aerodynamics of slender wings at supersonic speed"]
+    longest = len(tokenizer(texts[1])["input_ids"])
+    assert covering_length(tokenizer, texts) == longest
+    assert covering_length(tokenizer, texts, limit=8) == 8
+    enc = DenseEncoder(build_model("shared", tiny_bert_dir), tokenizer, max_query_length=4, show_progress=False)
+    assert enc.covering_query_length(texts) == longest  # < the tiny model's 64 positions
+    assert enc.covering_query_length(texts + ["word " * 100]) == TINY["max_position_embeddings"]
+    with enc.query_length(longest):
+        assert [len(x) for x in enc.tokenize_queries(texts)] == [4, longest]
+    assert enc.max_query_length == 4 and len(enc.tokenize_queries(texts)[1]) == 4

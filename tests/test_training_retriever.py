@@ -123,6 +123,27 @@ def test_collator_tokenises_questions_and_title_text_pairs(tiny_bert):
     assert tok.decode(batch["query"]["input_ids"][1], skip_special_tokens=True) == "where is paris"
 
 
+def test_collator_reads_passages_as_the_model_and_its_encoder_do(tiny_bert, tmp_path):
+    """A model built from a sentence-transformers checkpoint trains on "title text" strings, one from a plain BERT
+    on title/text pairs: train_retriever's collator takes the model's passage_format, the one DenseEncoder reads."""
+    from taser_lib.models import DenseEncoder
+    from taser_lib.models.encoding import model_passage_format
+
+    tok = load_tokenizer(tiny_bert)
+    groups = [("who wrote hamlet", [doc(1, "hamlet was written by shakespeare", "Hamlet"), doc(2, "x", "")])]
+    for fmt in ("pair", "concat"):
+        model = build_model("taser", tiny_bert, passage_format=fmt)
+        assert model_passage_format(model) == fmt
+        batch = R.RetrieverCollator(tok, max_passage_length=32, passage_format=model_passage_format(model))(groups)
+        ours = DenseEncoder(model, tok, max_passage_length=32, show_progress=False)
+        expected = ours.tokenize_passages([p for _, group in groups for p in group])["input_ids"]
+        got = [[i for i, m in zip(ids, mask) if m] for ids, mask in
+               zip(batch["passage"]["input_ids"].tolist(), batch["passage"]["attention_mask"].tolist())]
+        assert got == expected
+        first = tok.decode(got[0])
+        assert first.startswith("[CLS] hamlet [SEP] hamlet" if fmt == "pair" else "[CLS] hamlet hamlet")
+
+
 # --- loss and evaluation -------------------------------------------------------------------------------------
 
 def _spy_similarity(model, calls: list):
@@ -161,8 +182,30 @@ def test_loss_is_eq2_on_the_models_own_scores_plus_beta_routing_entropy(tiny_ber
     expected_sim = F.cross_entropy(scores, torch.tensor([0, 2]))  # positives at columns 0 and 2
     assert logs["l_sim"] == pytest.approx(float(expected_sim.detach()), rel=1e-5)
     beta = overrides.get("entropy_weight", 0.0) if arch == "taser" else 0.0
-    assert (logs["l_ent"] > 0) == (arch == "taser")  # L_ent of Seq-R; zero for the others
+    assert (logs["l_ent"] < 0) == (arch == "taser")  # L_ent of Seq-R (release: -H); zero for the others
+    assert ("h_unit" in logs and "h_batch" in logs) == (arch == "taser")  # the entropies themselves, logged
+    if arch == "taser":
+        assert logs["h_unit"] == pytest.approx(-logs["l_ent"] / 2, rel=1e-5)  # per pass, two passes added
     assert float(loss.detach()) == pytest.approx(float(expected_sim.detach()) + beta * logs["l_ent"], rel=1e-5)
+
+
+@pytest.mark.parametrize("passage_format", ["pair", "concat"])
+def test_train_retriever_collates_passages_as_the_model_reads_them(tiny_bert, sample, tmp_path, monkeypatch,
+                                                                  passage_format):
+    seen = []
+
+    class Spy(R.RetrieverCollator):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            seen.append(self.passage_format)
+
+    monkeypatch.setattr(R, "RetrieverCollator", Spy)
+    raw = tiny_config(tiny_bert, sample, tmp_path / "run", max_steps=1, checkpoint_every=1, eval_every=1)
+    raw["model"]["overrides"]["passage_format"] = passage_format
+    raw["data"].update(dev=None, train_eval_questions=0)
+    R.train_retriever(config_from_dict(raw), progress=False)
+    assert seen == [passage_format]
+    assert load_model(tmp_path / "run" / "final").config.passage_format == passage_format
 
 
 def test_colbert_retriever_trains_a_few_cpu_steps(tiny_bert, sample, tmp_path):

@@ -47,7 +47,7 @@ BERT_OVERRIDES = {
     "hidden_dropout_prob": "dropout after every sub-layer and on the embeddings; unset = the checkpoint's own",
     "attention_probs_dropout_prob": "dropout on the attention probabilities; unset = the checkpoint's own",
 }
-BUILD_ONLY = {"pooling", "normalize"}  # None here means: the checkpoint's own (from_bert's defaults)
+BUILD_ONLY = {"pooling", "normalize", "passage_format"}  # None here means: the checkpoint's own (from_bert's defaults)
 
 
 def _check_arch(arch: str) -> None:

@@ -196,16 +196,21 @@ def front_matter(config: dict[str, Any], run: dict[str, Any], export: dict[str, 
 def _usage(config: dict[str, Any], export: dict[str, Any] | None) -> str:
     if export and export.get("format") == "sentence-transformers":
         custom = export.get("arch") == "taser"
+        concat = export.get("passage_format") == "concat"
         flag = ", trust_remote_code=True" if custom else ""
         lines = ["```python", "from sentence_transformers import SentenceTransformer", "",
                  f'model = SentenceTransformer("path/to/this/folder"{flag})',
                  'q = model.encode_query(["who wrote hamlet?"])',
-                 'p = model.encode_document([("Hamlet", "Hamlet is a tragedy by William Shakespeare.")])',
+                 ('p = model.encode_document(["Hamlet Hamlet is a tragedy by William Shakespeare."])' if concat
+                  else 'p = model.encode_document([("Hamlet", "Hamlet is a tragedy by William Shakespeare.")])'),
                  "scores = model.similarity(q, p)", "```", "",
                  f"Queries are cut to {export.get('max_query_length')} tokens and passages to "
-                 f"{export.get('max_passage_length')}. Pass a titled passage as the tuple `(title, text)`: it is "
-                 "encoded as the pair `[CLS] title [SEP] text [SEP]`, as in training; pass an untitled one as a "
-                 "plain string. `encode` without a task encodes passages."]
+                 f"{export.get('max_passage_length')}. " + (
+                     "Pass every passage as one string, `title + \" \" + text` for a titled one, as in training."
+                     if concat else
+                     "Pass a titled passage as the tuple `(title, text)`: it is encoded as the pair "
+                     "`[CLS] title [SEP] text [SEP]`, as in training; pass an untitled one as a plain string.")
+                 + " `encode` without a task encodes passages."]
         if custom:
             lines += ["", "The specialized blocks need the input kind, so the first module is "
                       "`taser_lib.models.st_module.TaserEncoder`: install taser_lib and pass `trust_remote_code=True` "

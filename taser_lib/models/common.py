@@ -3,8 +3,8 @@
 A retriever maps a question batch and a passage batch to representations (`encode_query`, `encode_passage`) and
 scores every question against every passage with `compute_similarity(q_reps, p_reps) -> [Bq, Bp]`: a dot product
 of pooled vectors for the bi-encoders (TASER Sec. 2, optionally scaled for cosine training), MaxSim over token
-vectors for ColBERT (`TokenReps`). Its `forward` returns both sides plus TASER's routing entropy L_ent (Eq. 4) and,
-for masked inputs, the masked-LM loss. Losses live in `taser_lib.losses`; trainers combine the two (and gather the
+vectors for ColBERT (`TokenReps`). Its `forward` returns both sides plus TASER's routing-entropy term L_ent (Eq. 4)
+and, for masked inputs, the masked-LM loss. Losses live in `taser_lib.losses`; trainers combine the two (and gather the
 passage representations across devices around `compute_similarity`, never instead of it).
 """
 
@@ -23,6 +23,10 @@ from ..losses import masked_lm_loss
 
 Kind = Literal["query", "passage"]
 POOLINGS = ("cls", "mean")
+# How a titled passage goes into the encoder: DPR's text pair `[CLS] title [SEP] text [SEP]` (the papers: models
+# trained from a plain BERT) or one string "title text" (sentence-transformers checkpoints and models trained from
+# them). A model's config records its own (`passage_format`); training and retrieval both follow it.
+PASSAGE_FORMATS = ("pair", "concat")
 
 
 def described(default, help: str):
@@ -35,6 +39,13 @@ def described(default, help: str):
 def pooling_field():
     return described("cls", "cls | mean: the final [CLS] vector (the papers) or the mean over real tokens; "
                             "unset when built from a checkpoint = its own (mean for the default, cls for BERT)")
+
+
+def passage_format_field():
+    return described("pair", "pair | concat: a titled passage as the pair [CLS] title [SEP] text [SEP] (DPR, the "
+                             "papers) or one string 'title text' (sentence-transformers); unset when built from a "
+                             "checkpoint = its own (concat for the default, pair for BERT); training and retrieval "
+                             "both follow it")
 
 
 def normalize_field(default: bool = False):
@@ -89,6 +100,32 @@ def checkpoint_pooling(path: str | Path) -> tuple[str, bool] | None:
     return (pooling, normalize) if pooling else None
 
 
+def checkpoint_passage_format(path: str | Path) -> str | None:
+    """How a checkpoint reads a titled passage: the `passage_format` its config.json records (our models, and the
+    stock BERT of our sentence-transformers exports), else "concat" for a sentence-transformers checkpoint
+    (modules.json: its models take one string per text, and its users join title and text, as BEIR's SentenceBERT
+    does with `(title + " " + text).strip()`), else None (a plain BERT: the caller's default, DPR's pair).
+
+    As with pooling, a checkpoint used zero-shot keeps its own convention: the packaged MiniLM was trained on
+    single strings; fed pairs it scores 0.5 to 0.7 nDCG@10 points lower on CISI (within noise on its 76 judged
+    queries, but a systematic mismatch)."""
+    path = Path(path)
+    config_file = path / "config.json"
+    if config_file.is_file():
+        own = json.loads(config_file.read_text()).get("passage_format")
+        if own is not None:
+            if own not in PASSAGE_FORMATS:
+                raise ValueError(f"{config_file}: passage_format must be one of {PASSAGE_FORMATS}, got {own!r}")
+            return own
+    return "concat" if (path / "modules.json").is_file() else None
+
+
+def passage_string(title: str, text: str) -> str:
+    """A titled passage as one string, the sentence-transformers way (BEIR's `(title + " " + text).strip()`); an
+    untitled one is its text."""
+    return f"{title} {text}".strip() if title else text
+
+
 @dataclass
 class TokenReps:
     """Late-interaction representations: every token's vector `[B, L, d]` and its attention mask `[B, L]`
@@ -138,8 +175,9 @@ def cat_reps(parts: list[Reps]) -> Reps:
 
 @dataclass
 class RetrieverOutput(ModelOutput):
-    """From one forward: TASER's routing entropy L_ent (Eq. 4, summed over the specialized blocks and the two
-    sides; zero without learned routing: trainers weight it by beta, Eq. 5), the question and passage
+    """From one forward: TASER's routing-entropy term L_ent (Eq. 4 under the config's `entropy_mode`, averaged
+    over the specialized blocks and added over the two sides; zero without learned routing: trainers weight it by
+    beta, Eq. 5), the question and passage
     representations and, when masked inputs were given, the masked-LM loss (DE Table 9)."""
 
     entropy: torch.Tensor | None = None  # first: ModelOutput treats a non-tensor first field as a container

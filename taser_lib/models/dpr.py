@@ -9,8 +9,8 @@ from torch import nn
 from transformers import BertConfig, BertModel, PreTrainedModel
 
 from ..errors import ConfigError
-from .common import (POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling, mlm_head_field, normalize_field,
-                     pooling_field, similarity_scale_field)
+from .common import (PASSAGE_FORMATS, POOLINGS, BiEncoderMixin, Kind, checkpoint_passage_format, checkpoint_pooling,
+                     mlm_head_field, normalize_field, passage_format_field, pooling_field, similarity_scale_field)
 from .mlm_head import MaskedLMHead, init_head
 from .weights import load_bert
 
@@ -23,11 +23,14 @@ class DPRConfig(BertConfig):
     normalize: bool = normalize_field()
     similarity_scale: float = similarity_scale_field()
     mlm_head: bool = mlm_head_field()
+    passage_format: str = passage_format_field()
 
     def __post_init__(self, **kwargs):
         super().__post_init__(**kwargs)
         if self.pooling not in POOLINGS:
             raise ConfigError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.passage_format not in PASSAGE_FORMATS:
+            raise ConfigError(f"passage_format must be one of {PASSAGE_FORMATS}, got {self.passage_format!r}")
 
 
 class DPRModel(BiEncoderMixin, PreTrainedModel):
@@ -57,7 +60,8 @@ class DPRModel(BiEncoderMixin, PreTrainedModel):
 
     @classmethod
     def from_bert(cls, name_or_path: str | Path = "default", *, pooling: str | None = None,
-                  normalize: bool | None = None, allow_pickle: bool = False, **config_overrides) -> "DPRModel":
+                  normalize: bool | None = None, passage_format: str | None = None, allow_pickle: bool = False,
+                  **config_overrides) -> "DPRModel":
         """Both towers initialised from the same BERT checkpoint (they diverge in training)."""
         bert, path = load_bert(name_or_path, allow_pickle)
         own = checkpoint_pooling(path)
@@ -65,6 +69,7 @@ class DPRModel(BiEncoderMixin, PreTrainedModel):
             **bert.config.to_dict(), "model_type": "taser-dpr", "architectures": ["DPRModel"],
             "pooling": pooling or (own[0] if own else "cls"),
             "normalize": normalize if normalize is not None else (own[1] if own else False),
+            "passage_format": passage_format or checkpoint_passage_format(path) or "pair",
             **config_overrides,
         })
         model = cls(config)

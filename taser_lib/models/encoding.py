@@ -1,8 +1,16 @@
 """Turn texts into float32 embedding arrays with any bi-encoder, fast.
 
 Inputs are tokenised once, sorted by length so each batch pads only to its own longest input, run under
-`torch.inference_mode`, and returned in the caller's order. Passages go in DPR style as the text pair
-(title, text), i.e. `[CLS] title [SEP] text [SEP]`.
+`torch.inference_mode`, and returned in the caller's order. A titled passage goes in as the model's config says
+(`passage_format`, `tokenize_passages`): DPR style as the text pair `[CLS] title [SEP] text [SEP]` ("pair": plain
+BERT checkpoints and the models trained from them, as in the papers), or as one string "title text" ("concat":
+sentence-transformers checkpoints such as the default, and the models trained from them), so that every checkpoint
+reads passages in its own convention, as it keeps its own pooling. Training (`training.retriever.RetrieverCollator`)
+tokenises with the same function, so a model is trained and used on the same input.
+
+Queries are cut to `max_query_length` tokens; `covering_length` gives the smallest length that cuts none of a set
+of texts (BEIR practice for long queries: `evaluation.baselines.query_length`), and `query_length(n)` sets it for
+a block.
 
 On the CPU, an eval-mode BERT's linear layers run as oneDNN fused linears for the duration of an encode call
 (`fused_cpu_linears`): the bias, the FFN's GELU and the residual add before each LayerNorm are applied inside the
@@ -36,7 +44,7 @@ from transformers.models.bert.modeling_bert import BertIntermediate, BertOutput,
 
 from ..errors import ConfigError
 from ..io import atomic_dir
-from .common import Kind, Reps, TokenReps, cat_reps
+from .common import PASSAGE_FORMATS, Kind, Reps, TokenReps, cat_reps, passage_string
 from .precision import check_precision, resolve_precision
 
 PassageInput = str | tuple[str, str]
@@ -53,6 +61,38 @@ def passage_pair(passage) -> tuple[str, str]:
     if isinstance(passage, tuple):
         return passage
     return passage.title, passage.text
+
+
+def tokenize_passages(tokenizer: PreTrainedTokenizerBase, passages: Sequence, max_length: int,
+                      passage_format: str = "pair", prompt: str = "", **kwargs):
+    """Tokenise passages (strings, (title, text) tuples or objects with .title / .text) in `passage_format`:
+
+    - "pair": a batch with any title goes in as text pairs `[CLS] title [SEP] text [SEP]` (token types 0 then 1;
+      only the text truncated, "only_second"; an untitled passage of such a batch has an empty title); a batch
+      without titles as `[CLS] text [SEP]`.
+    - "concat": every passage as one string `[CLS] title text [SEP]` (`passage_string`), truncated at the end.
+
+    `prompt` is put before the first segment (sentence-transformers prompts). `kwargs` go to the tokenizer
+    (padding, return_tensors, ...). The one tokenisation of passages: `DenseEncoder`, the retriever trainer's
+    collator and the sentence-transformers export module all call it."""
+    if passage_format not in PASSAGE_FORMATS:
+        raise ValueError(f"passage_format must be one of {PASSAGE_FORMATS}, got {passage_format!r}")
+    pairs = [passage_pair(p) for p in passages]
+    if passage_format == "concat" or not any(t for t, _ in pairs):
+        texts = [prompt + passage_string(t, x) for t, x in pairs]
+        return tokenizer(texts, truncation=True, max_length=max_length, **kwargs)
+    titles = [prompt + t for t, _ in pairs]
+    texts = [x for _, x in pairs]
+    return tokenizer(titles, texts, truncation="only_second", max_length=max_length, **kwargs)
+
+
+def covering_length(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], limit: int | None = None) -> int:
+    """The smallest max_length that truncates none of `texts` (special tokens included), at most `limit`."""
+    if not texts:
+        raise ValueError("covering_length: no texts")
+    longest = max(len(ids) for ids in tokenizer(list(texts), return_attention_mask=False,
+                                                 return_token_type_ids=False)["input_ids"])
+    return min(longest, limit) if limit else longest
 
 
 def _onednn_linear():
@@ -132,17 +172,25 @@ def bf16_copy(model: nn.Module) -> nn.Module:
     return clone.to(torch.bfloat16).train(model.training)
 
 
+def model_passage_format(model) -> str:
+    """The passage format a model reads (its config's `passage_format`; "pair" for a config without one)."""
+    return getattr(getattr(model, "config", None), "passage_format", None) or "pair"
+
+
 class DenseEncoder:
     """`encode_queries` / `encode_passages` (float32 arrays for a dense index) for a `TaserModel` or `DPRModel`
     and its tokenizer; `represent_queries` / `represent_passages` (the model's own representations, ColBERT's
     token vectors too) for scoring with the model's `compute_similarity`.
 
     `fuse_cpu_linears=False` keeps PyTorch's stock CPU kernels (see `fused_cpu_linears`). `precision` is
-    `fp32 | bf16 | auto` (module docstring); `resolved_precision` says what it means on this device."""
+    `fp32 | bf16 | auto` (module docstring); `resolved_precision` says what it means on this device.
+    `passage_format` (`pair | concat`, `tokenize_passages`) defaults to the model config's own (pair for a model
+    without one)."""
 
     def __init__(self, model, tokenizer: PreTrainedTokenizerBase, *, max_query_length: int = 64,
                  max_passage_length: int = 256, batch_size: int = 64, device: str | torch.device | None = None,
-                 show_progress: bool = True, fuse_cpu_linears: bool = True, precision: str = "fp32"):
+                 show_progress: bool = True, fuse_cpu_linears: bool = True, precision: str = "fp32",
+                 passage_format: str | None = None):
         self.device = torch.device(device) if device else default_device()
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
@@ -152,6 +200,9 @@ class DenseEncoder:
         self.show_progress = show_progress
         self.fuse_cpu_linears = fuse_cpu_linears
         self.precision = check_precision(precision)
+        self.passage_format = passage_format or model_passage_format(model)
+        if self.passage_format not in PASSAGE_FORMATS:
+            raise ConfigError(f"passage_format must be one of {PASSAGE_FORMATS}, got {self.passage_format!r}")
         self._low: tuple[tuple, nn.Module] | None = None  # (weights key, bf16 copy)
 
     @property
@@ -181,14 +232,25 @@ class DenseEncoder:
                               return_token_type_ids=False, return_attention_mask=False)["input_ids"]
 
     def tokenize_passages(self, passages: Sequence, max_length: int | None = None) -> dict:
-        pairs = [passage_pair(p) for p in passages]
-        titles = [t for t, _ in pairs]
-        texts = [x for _, x in pairs]
-        max_length = max_length or self.max_passage_length
-        if not any(titles):
-            return self.tokenizer(texts, truncation=True, max_length=max_length, return_attention_mask=False)
-        return self.tokenizer(titles, texts, truncation="only_second", max_length=max_length,
-                              return_attention_mask=False)
+        return tokenize_passages(self.tokenizer, passages, max_length or self.max_passage_length,
+                                 self.passage_format, return_attention_mask=False)
+
+    def covering_query_length(self, texts: Sequence[str], limit: int | None = None) -> int:
+        """The smallest query length that truncates none of `texts`, at most `limit` and at most the model's
+        max_position_embeddings (`covering_length`)."""
+        most = getattr(self.model.config, "max_position_embeddings", None)
+        limit = min(x for x in (limit, most) if x) if (limit or most) else None
+        return covering_length(self.tokenizer, texts, limit)
+
+    @contextmanager
+    def query_length(self, length: int | None) -> Iterator["DenseEncoder"]:
+        """Within the block, cut queries to `length` tokens (None: unchanged)."""
+        before = self.max_query_length
+        self.max_query_length = length or before
+        try:
+            yield self
+        finally:
+            self.max_query_length = before
 
     def encode_queries(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         ids = self.tokenize_queries(texts)

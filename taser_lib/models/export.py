@@ -22,11 +22,19 @@ passages. The folder's layout by architecture:
   then Pooling and Normalize. Needs taser_lib installed and `trust_remote_code=True` (sentence-transformers >= 6
   imports no module class outside its own package without it); `taser_lib.models.load_model(folder)` loads it too.
 
-Passages: pass a titled passage as the tuple `(title, text)` (tokenised as the pair `[CLS] title [SEP] text [SEP]`,
-as our encoder does) and an untitled one as a plain string. The stock modules (dpr, shared) truncate a pair
-"longest_first" where our encoder cuts the text only ("only_second"); the two agree unless the title alone takes
-more than about half of max_passage_length. ColBERT (token vectors) and cross-encoders are not bi-encoders with one
-vector per text and are refused.
+Passages follow the model's `passage_format` (what `DenseEncoder` does with it), recorded in the export (the stock
+BERT's config.json, or the TASER config) so that `load_model(folder)` reads passages the same way:
+
+- "pair" (models trained from a plain BERT checkpoint, as in the papers): pass a titled passage as the tuple
+  `(title, text)` (tokenised as the pair `[CLS] title [SEP] text [SEP]`, as our encoder does) and an untitled one
+  as a plain string. The stock modules (dpr, shared) truncate a pair "longest_first" where our encoder cuts the
+  text only ("only_second"); the two agree unless the title alone takes more than about half of max_passage_length.
+- "concat" (models trained from a sentence-transformers checkpoint such as the default, and the default itself):
+  pass every passage as one string, `title + " " + text` for a titled one (`common.passage_string`, BEIR's
+  convention), as sentence-transformers users do. The TASER module joins a `(title, text)` tuple itself; the stock
+  modules (dpr, shared) would read a tuple as a pair, so give them the string.
+
+ColBERT (token vectors) and cross-encoders are not bi-encoders with one vector per text and are refused.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ from ..io import atomic_dir
 from .card import find_run_dir, write_model_card
 from .colbert import ColbertModel
 from .dpr import DPRModel
-from .encoding import DenseEncoder
+from .encoding import DenseEncoder, model_passage_format
 from .taser import TaserLayer, TaserModel
 from .weights import DEFAULT, default_checkpoint
 
@@ -86,7 +94,9 @@ def _bert_config(config):
 
     names = {f.name for f in dataclasses.fields(BertConfig)} - {"model_type", "architectures"}
     fields = {k: v for k, v in config.to_dict().items() if k in names}
-    return BertConfig(**fields, architectures=["BertModel"])
+    # kept in the stock config.json: `load_model` of the export reads passages as the model was trained to
+    return BertConfig(**fields, architectures=["BertModel"],
+                      passage_format=getattr(config, "passage_format", None) or "pair")
 
 
 def plain_bert(model) -> BertModel:
@@ -209,5 +219,5 @@ def export_sentence_transformers(source: str | Path, out: str | Path, *, force: 
         write_model_card(tmp, config=model.config.to_dict(), run_dir=run_dir, source=model_dir,
                          base_model=DEFAULT if str(source) == DEFAULT else None,
                          export={"format": "sentence-transformers", "arch": arch, "max_query_length": lengths[0],
-                                 "max_passage_length": lengths[1]})
+                                 "max_passage_length": lengths[1], "passage_format": model_passage_format(model)})
     return out

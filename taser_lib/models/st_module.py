@@ -6,10 +6,11 @@ sentence-transformers' task: `encode_query` runs the "query" kind (Det-R's Q-FFN
 `encode` the "passage" kind (P-FFN). Learned routing (Seq-R, Tok-R) routes each input by itself, in eval mode by
 the router's argmax, as `DenseEncoder` does.
 
-Tokenisation is `DenseEncoder`'s: a query is `[CLS] q [SEP]` cut to `max_query_length`; a passage given as a
-(title, text) pair is `[CLS] title [SEP] text [SEP]` (token types 0 then 1, only the text truncated) and a plain
-string is `[CLS] text [SEP]`, cut to `max_passage_length`; a batch holding any titled passage encodes its untitled
-ones as pairs with an empty title, as `DenseEncoder.tokenize_passages` does. The module outputs the final token
+Tokenisation is `DenseEncoder`'s (`encoding.tokenize_passages`, in the model config's `passage_format`): a query
+is `[CLS] q [SEP]` cut to `max_query_length`; a passage given as a (title, text) pair is, for a "pair" model,
+`[CLS] title [SEP] text [SEP]` (token types 0 then 1, only the text truncated; a batch holding any titled passage
+encodes its untitled ones as pairs with an empty title) and, for a "concat" model, the one string "title text"; a
+plain string is `[CLS] text [SEP]`; passages are cut to `max_passage_length`. The module outputs the final token
 vectors (`token_embeddings`); sentence-transformers' own Pooling and Normalize modules follow it.
 
 Loading one needs taser_lib installed and, since sentence-transformers 6 refuses to import any module class
@@ -26,7 +27,7 @@ import torch
 from sentence_transformers.sentence_transformer.modules import InputModule
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from .encoding import passage_pair
+from .encoding import model_passage_format, tokenize_passages
 
 CONFIG_FILE = "taser_module_config.json"  # beside the model's own config.json (saved in the export's root)
 
@@ -72,16 +73,9 @@ class TaserEncoder(InputModule):
             features = self.tokenizer(texts, truncation=True, max_length=self.max_query_length,
                                       return_token_type_ids=True, **common)
         else:
-            pairs = [passage_pair(tuple(p) if isinstance(p, list) else p) for p in inputs]
-            titles = [t for t, _ in pairs]
-            texts = [x for _, x in pairs]
-            if not any(titles):
-                texts = [(prompt or "") + x for x in texts]
-                features = self.tokenizer(texts, truncation=True, max_length=self.max_passage_length, **common)
-            else:
-                titles = [(prompt or "") + t for t in titles]
-                features = self.tokenizer(titles, texts, truncation="only_second",
-                                          max_length=self.max_passage_length, **common)
+            passages = [tuple(p) if isinstance(p, list) else p for p in inputs]
+            features = tokenize_passages(self.tokenizer, passages, self.max_passage_length,
+                                         model_passage_format(self.model), prompt=prompt or "", **common)
         features = dict(features)
         features["task"] = task
         return features

@@ -10,7 +10,11 @@ microsoft/taser code, so their checkpoints convert without loss (`convert.py`). 
 - ``sequence`` (Seq-R) / ``token`` (Tok-R): R(u) = GumbelSoftmax(A u + c) (Eq. 3) per sequence (u = the [CLS]
   FFN input) or per token (u = h_j). Training samples a hard one-hot with the straight-through estimator and
   multiplies the chosen expert's output by its weight, so the router gets the task loss's gradient; evaluation
-  takes the argmax. The routing entropy L_ent (Eq. 4) is returned for L_joint = L_sim + beta L_ent (Eq. 5).
+  takes the argmax. The routing-entropy term L_ent (Eq. 4) is returned for L_joint = L_sim + beta L_ent (Eq. 5),
+  averaged over the specialized blocks and added over the question and passage passes. Its sign and target are
+  `entropy_mode` (`losses.routing_entropy_term`): `release` (default, the authors' code: maximise each unit's
+  routing entropy), `literal` (Eq. 4 as printed: minimise it) or `balance` (maximise the entropy of the
+  batch-averaged routing, i.e. even expert usage).
 - ``shared`` (TASER_Shared, I = 1): no specialization; the Siamese encoder, structurally plain BERT.
 
 The model is a `BertModel` (embeddings, masks, attention kernels and loading all stock) whose specialized layers
@@ -32,9 +36,10 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.models.bert.modeling_bert import BertAttention, BertIntermediate, BertOutput
 
 from ..errors import ConfigError
-from ..losses import routing_entropy
-from .common import (POOLINGS, BiEncoderMixin, Kind, checkpoint_pooling, described, mlm_head_field,
-                     normalize_field, pooling_field, similarity_scale_field)
+from ..losses import ENTROPY_MODES, batch_routing_entropy, routing_entropy, routing_entropy_term
+from .common import (PASSAGE_FORMATS, POOLINGS, BiEncoderMixin, Kind, checkpoint_passage_format,
+                     checkpoint_pooling, described, mlm_head_field, normalize_field, passage_format_field,
+                     pooling_field, similarity_scale_field)
 from .mlm_head import MaskedLMHead, init_head
 from .weights import load_bert
 
@@ -56,6 +61,11 @@ class TaserConfig(BertConfig):
     router_temperature: float = described(1.0, "Gumbel-softmax temperature of Seq-R / Tok-R routing (Eq. 3)")
     entropy_weight: float = described(0.01, "beta of TASER Eq. 5, the weight of the routing entropy L_ent for "
                                             "learned routing (paper: 0.01)")
+    entropy_mode: str = described("release", "release | literal | balance: the routing-entropy term of Eq. 5 for "
+                                             "learned routing: maximise each unit's entropy (the authors' code), "
+                                             "minimise it (Eq. 4 as printed), or maximise the entropy of the "
+                                             "batch-averaged routing (load balancing); losses.routing_entropy_term")
+    passage_format: str = passage_format_field()
     mlm_head: bool = mlm_head_field()
 
     def __post_init__(self, **kwargs):
@@ -73,6 +83,10 @@ class TaserConfig(BertConfig):
             raise ConfigError(f"shared routing (TASER_Shared) has 1 expert, got num_experts={self.num_experts}")
         if self.pooling not in POOLINGS:
             raise ConfigError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.entropy_mode not in ENTROPY_MODES:
+            raise ConfigError(f"entropy_mode must be one of {ENTROPY_MODES}, got {self.entropy_mode!r}")
+        if self.passage_format not in PASSAGE_FORMATS:
+            raise ConfigError(f"passage_format must be one of {PASSAGE_FORMATS}, got {self.passage_format!r}")
 
     @property
     def specialized_layers(self) -> list[int]:
@@ -107,6 +121,14 @@ class TaserLayer(GradientCheckpointingLayer):
         self.kind: Kind | None = None
         self.token_mask: torch.Tensor | None = None
         self.entropy: torch.Tensor | None = None
+        self.stats: tuple[torch.Tensor, torch.Tensor] | None = None  # (per-unit, batch-average) entropy, detached
+
+    def _regularize(self, logits: torch.Tensor) -> None:
+        """The entropy term of this call's routing logits (`[units, I]`) under the config's entropy_mode, and the
+        two entropies for logging."""
+        self.entropy = routing_entropy_term(logits, self.config.entropy_mode)
+        with torch.no_grad():
+            self.stats = (routing_entropy(logits), batch_routing_entropy(logits))
 
     def forward(self, hidden_states, attention_mask=None, encoder_hidden_states=None,
                 encoder_attention_mask=None, cache=None, **kwargs) -> torch.Tensor:
@@ -121,13 +143,13 @@ class TaserLayer(GradientCheckpointingLayer):
             return self.experts[0 if self.kind == "query" else 1](h)
         if routing == "sequence":
             logits = self.router(h[:, 0])  # u = FFN input of [CLS]
-            self.entropy = routing_entropy(logits)
+            self._regularize(logits)
             return self._dispatch(h, logits)
         # token routing: each token on its own; entropy over real (non-padding) tokens only
         logits = self.router(h)
         real = self.token_mask.bool() if self.token_mask is not None else torch.ones(h.shape[:2], dtype=torch.bool,
                                                                                        device=h.device)
-        self.entropy = routing_entropy(logits[real])
+        self._regularize(logits[real])
         flat = self._dispatch(h.reshape(-1, 1, h.shape[-1]), logits.reshape(-1, logits.shape[-1]))
         return flat.reshape(h.shape)
 
@@ -151,7 +173,9 @@ class TaserLayer(GradientCheckpointingLayer):
 
 class TaserModel(BiEncoderMixin, BertModel):
     """TASER encoder (Det-R, Seq-R, Tok-R or shared). `encode_query` / `encode_passage` return pooled vectors;
-    `forward(query=..., passage=...)` returns both with the routing entropy L_ent (Eq. 4) as `entropy`."""
+    `forward(query=..., passage=...)` returns both with the routing-entropy term L_ent (Eq. 4, under
+    `config.entropy_mode`) as `entropy`; after each pass `routing_stats[kind]` holds the per-unit and the
+    batch-average routing entropy, averaged over the specialized blocks (detached, for logging)."""
 
     config_class = TaserConfig
     _no_split_modules = ["BertEmbeddings", "BertLayer", "TaserLayer"]
@@ -161,6 +185,7 @@ class TaserModel(BiEncoderMixin, BertModel):
         for i in config.specialized_layers:
             self.encoder.layer[i] = TaserLayer(config, layer_idx=i)
         self.mlm_head = MaskedLMHead(config) if config.mlm_head else None
+        self.routing_stats: dict[Kind, tuple[torch.Tensor, torch.Tensor]] = {}
         self._add_modules(config)
         self.post_init()
 
@@ -177,7 +202,7 @@ class TaserModel(BiEncoderMixin, BertModel):
     @contextmanager
     def _routing(self, kind: Kind, attention_mask: torch.Tensor) -> Iterator[None]:
         for layer in self.taser_layers:
-            layer.kind, layer.token_mask, layer.entropy = kind, attention_mask, None
+            layer.kind, layer.token_mask, layer.entropy, layer.stats = kind, attention_mask, None, None
         try:
             yield
         finally:
@@ -189,18 +214,24 @@ class TaserModel(BiEncoderMixin, BertModel):
             hidden = BertModel.forward(self, input_ids=input_ids, attention_mask=attention_mask,
                                        token_type_ids=token_type_ids).last_hidden_state
             entropies = [layer.entropy for layer in self.taser_layers if layer.entropy is not None]
-        entropy = torch.stack(entropies).sum() if entropies else hidden.new_zeros(())
+            stats = [layer.stats for layer in self.taser_layers if layer.stats is not None]
+        # averaged over the specialized blocks, as the authors' moe_models.py does
+        entropy = torch.stack(entropies).mean() if entropies else hidden.new_zeros(())
+        if stats:
+            self.routing_stats[kind] = tuple(torch.stack(s).mean() for s in zip(*stats))
         return hidden, entropy
 
     @classmethod
     def from_bert(cls, name_or_path: str | Path = "default", *, pooling: str | None = None,
-                  normalize: bool | None = None, allow_pickle: bool = False, **config_fields) -> "TaserModel":
+                  normalize: bool | None = None, passage_format: str | None = None, allow_pickle: bool = False,
+                  **config_fields) -> "TaserModel":
         """Build TASER (or a subclass: its config class) from a plain BERT checkpoint: attention and embeddings
         copied, every expert of a specialized block initialised from that block's pretrained FFN (App. A), routers
         freshly initialised. `config_fields` set the config class's fields (shared_blocks, routing, ...).
 
         `pooling` / `normalize` default to the checkpoint's own (sentence-transformers config), else [CLS];
-        `num_experts` to 2, or 1 for shared routing.
+        `passage_format` to the checkpoint's own (`checkpoint_passage_format`: "concat" for a sentence-transformers
+        checkpoint such as the default), else DPR's "pair"; `num_experts` to 2, or 1 for shared routing.
         """
         bert, path = load_bert(name_or_path, allow_pickle)
         own = checkpoint_pooling(path)
@@ -212,6 +243,7 @@ class TaserModel(BiEncoderMixin, BertModel):
             "model_type": config_class.model_type,
             "pooling": pooling or (own[0] if own else "cls"),
             "normalize": normalize if normalize is not None else (own[1] if own else config_class.normalize),
+            "passage_format": passage_format or checkpoint_passage_format(path) or "pair",
             "architectures": [cls.__name__],
             **config_fields,
         })

@@ -41,7 +41,7 @@ from ..data.types import Corpus, Document
 from ..errors import ConfigError, TaserError
 from ..evaluation.retrieval import PassageEmbeddings, RecallEvaluator
 from ..models import build_model, load_tokenizer
-from ..models.encoding import passage_pair
+from ..models.encoding import model_passage_format, tokenize_passages
 from ..retrieval.datasets import ensure_prepared, load_evaluation_set
 from ..retrieval.negatives import bm25_hard_negatives
 from .config import DataSource, ModelConfig, RetrieverDataConfig, TrainConfig, config_to_dict
@@ -142,26 +142,23 @@ def load_training_set(source: DataSource, data: RetrieverDataConfig, progress: b
 class RetrieverCollator:
     """Tokenise a batch of (question, [positive, negative, ...]) into the model's `query` and `passage` inputs.
 
-    Passages go in as DPR's text pair `[CLS] title [SEP] text [SEP]` (titles truncated never, texts to fit), as
-    `DenseEncoder.tokenize_passages` does at retrieval time; when no passage of the batch has a title, the text
-    alone. Padding goes to the longest input of the batch."""
+    Passages go in the model's `passage_format`, tokenised by the function `DenseEncoder` uses at retrieval time
+    (`models.encoding.tokenize_passages`): "pair" = DPR's text pair `[CLS] title [SEP] text [SEP]` (titles
+    truncated never, texts to fit; when no passage of the batch has a title, the text alone), "concat" = one string
+    "title text" (sentence-transformers checkpoints). Padding goes to the longest input of the batch."""
 
-    def __init__(self, tokenizer, max_query_length: int = 32, max_passage_length: int = 160):
+    def __init__(self, tokenizer, max_query_length: int = 32, max_passage_length: int = 160,
+                 passage_format: str = "pair"):
         self.tokenizer = tokenizer
         self.max_query_length, self.max_passage_length = max_query_length, max_passage_length
+        self.passage_format = passage_format
 
     def __call__(self, items: Sequence[tuple[str, Sequence[Document]]]) -> dict[str, dict[str, torch.Tensor]]:
         questions = [q for q, _ in items]
-        pairs = [passage_pair(p) for _, group in items for p in group]
         query = self.tokenizer(questions, truncation=True, max_length=self.max_query_length, padding=True,
                                return_tensors="pt")
-        titles, texts = [t for t, _ in pairs], [x for _, x in pairs]
-        if any(titles):
-            passage = self.tokenizer(titles, texts, truncation="only_second", max_length=self.max_passage_length,
-                                     padding=True, return_tensors="pt")
-        else:
-            passage = self.tokenizer(texts, truncation=True, max_length=self.max_passage_length, padding=True,
-                                     return_tensors="pt")
+        passage = tokenize_passages(self.tokenizer, [p for _, group in items for p in group],
+                                    self.max_passage_length, self.passage_format, padding=True, return_tensors="pt")
         return {"query": dict(query), "passage": dict(passage)}
 
 
@@ -252,13 +249,23 @@ def retriever_loss(model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch
     """L_joint = L_sim + beta * L_ent (TASER Eq. 5, `losses.joint_loss`) with L_sim of Eq. 2
     (`losses.contrastive_loss`) on the model's `compute_similarity` of the local questions against every device's
     passages (`distributed.gathered_similarity`); L_ent is the model's routing entropy (zero without learned
-    routing) and beta its config's `entropy_weight`."""
+    routing) and beta its config's `entropy_weight`.
+
+    L_ent is the term of the model's `entropy_mode` (`losses.routing_entropy_term`; negative under the default
+    `release`, whose loss raises the routing entropy). With learned routing the logs also hold the entropies
+    themselves, averaged over the specialized blocks and the question and passage passes: `h_unit` (mean per-unit
+    routing entropy) and `h_batch` (entropy of the batch-averaged routing: expert usage)."""
     out = model(query=batch["query"], passage=batch["passage"])
     core = unwrap_model(model)
     scores, targets = gathered_similarity(core, out.q_reps, out.p_reps)
     l_sim = contrastive_loss(scores, targets)
     loss = joint_loss(l_sim, out.entropy, core.entropy_weight)
-    return loss, {"l_sim": float(l_sim.detach()), "l_ent": float(out.entropy.detach())}
+    logs = {"l_sim": float(l_sim.detach()), "l_ent": float(out.entropy.detach())}
+    stats = list(getattr(core, "routing_stats", {}).values())
+    if stats:
+        logs["h_unit"] = float(sum(s[0] for s in stats) / len(stats))
+        logs["h_batch"] = float(sum(s[1] for s in stats) / len(stats))
+    return loss, logs
 
 
 # --- evaluation ------------------------------------------------------------------------------------------------
@@ -368,7 +375,8 @@ def train_retriever(config: TrainConfig, *, train_sets: list[TrainingSet] | None
     tokenizer = tokenizer or load_tokenizer(config.model.name_or_path)
     sets = train_sets if train_sets is not None else load_training_sets(config.data, progress)
     data = config.data
-    collator = RetrieverCollator(tokenizer, data.max_query_length, data.max_passage_length)
+    collator = RetrieverCollator(tokenizer, data.max_query_length, data.max_passage_length,
+                                 model_passage_format(model))  # as DenseEncoder will read passages
     batches = RetrieverBatches(sets, collator, config.loop.batch_size, data.hard_negatives, config.loop.seed,
                                data.shuffle_positives)
     shared: dict[int, PassageEmbeddings] = {}
