@@ -17,7 +17,7 @@ from taser_lib.bench.memory import StubEncoder, generated_rows, shard_bound_byte
 from taser_lib.cli import main
 from taser_lib.data.formats import iter_corpus_file, load_corpus_file
 from taser_lib.data.types import Document
-from taser_lib.retrieval.dense import (DenseIndex, ShardedEmbeddings, _ids_digest, encode_corpus_to_shards,
+from taser_lib.retrieval.dense import (DenseIndex, ShardedEmbeddings, ids_digest, encode_corpus_to_shards,
                                        encode_stream_to_shards)
 
 ROWS, SHARD, DIM = 200_000, 10_000, 384
@@ -36,7 +36,7 @@ def test_streaming_200k_generated_rows_stays_within_the_shard_bound(tmp_path):
     shards = ShardedEmbeddings(tmp_path / "stream")
     assert len(shards) == ROWS and shards.n_shards == ROWS // SHARD and shards.dim == DIM
     manifest = json.loads((tmp_path / "stream" / "manifest.json").read_text())
-    assert manifest["ids_sha256"] == _ids_digest([d for d, _, _ in generated_rows(ROWS)])
+    assert manifest["ids_sha256"] == ids_digest([d for d, _, _ in generated_rows(ROWS)])
 
 
 def test_streaming_resumes_after_a_crash_within_the_bound(tmp_path):
@@ -63,7 +63,7 @@ def test_stream_equals_the_in_memory_path_and_searches_from_disk(tmp_path):
     for (ids_a, emb_a), (ids_b, emb_b) in zip(streamed, loaded):
         assert ids_a == ids_b
         np.testing.assert_array_equal(emb_a, emb_b)
-    assert json.loads((tmp_path / "s" / "manifest.json").read_text())["ids_sha256"] == _ids_digest(list(corpus))
+    assert json.loads((tmp_path / "s" / "manifest.json").read_text())["ids_sha256"] == ids_digest(list(corpus))
     # Exact search over the shard folder (no in-memory index) equals faiss flat search over all vectors.
     queries = np.random.default_rng(1).standard_normal((7, 16), dtype=np.float32)
     flat = DenseIndex.from_shards(streamed, progress=False)

@@ -4,6 +4,13 @@ A dataset is a registered name with an optional split (`squad-open:test`), a pre
 queries.jsonl, qrels.tsv, meta.json; `taser data prepare`), or a standard BEIR folder (corpus.jsonl, queries.jsonl,
 qrels/<split>.tsv) or zip, a folder or zip taking its split after a colon (`my-beir:dev`; default test).
 An index folder holds `taser_index.json` (which retriever, which model) and `bm25/` or `faiss/` + `embeddings/`.
+
+A dense index of a corpus that is one file (a corpus file given as the dataset: psgs_w100.tsv[.gz], corpus.jsonl
+[.gz]; a prepared or BEIR folder's corpus.jsonl; dpr-wiki) is STREAMED from that file into resumable embedding shards
+(`retrieval.dense.encode_stream_to_shards`; memory bounded by --shard-size), never loading the corpus. Flat (exact)
+streamed indexes keep only the shards and `taser search` scans them shard by shard from memory maps
+(`ShardedEmbeddings.search`, the same top k as a faiss flat index); hnsw and ivfpq also build `faiss/` from the
+shards (its memory: the faiss index), which search then loads. BM25 indexes load the corpus as before.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ _DATASET_HELP = ("a registered dataset NAME[:SPLIT] (e.g. squad-open:test), a pr
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("index", help="build a BM25 or dense index of a prepared dataset's corpus")
-    p.add_argument("dataset", help=_DATASET_HELP)
+    p.add_argument("dataset", help=_DATASET_HELP + "; or a corpus file (psgs_w100.tsv[.gz], corpus.jsonl[.gz])")
     p.add_argument("--retriever", choices=("bm25", "dense"), required=True)
     p.add_argument("--out", type=Path, required=True, help="index folder")
     _bm25_options(p)
@@ -56,6 +63,8 @@ def register(subparsers) -> None:
     e.add_argument("--ks", type=int, nargs="+", default=[1, 5, 20, 100], help="K of R@K (QA sets)")
     e.add_argument("--measures", nargs="+", default=["nDCG@10", "RR@10", "R@100"],
                    help="ir-measures measure strings (qrels sets)")
+    e.add_argument("--corpus", help="QA sets without passages of their own (dpr-nq, ...): the corpus the run "
+                   "retrieved from, a dataset or corpus file (e.g. dpr-wiki); only the run's passages are read")
     e.add_argument("--out", type=Path, help="JSON file for the scores (default: <run>.eval.json)")
     e.add_argument("--per-query", type=Path, metavar="FILE",
                    help="CSV of every query's values, for significance tests (columns query_id,metric,value; "
@@ -121,12 +130,24 @@ def _read_index_meta(folder: Path, retriever: str) -> dict:
 
 
 def _index(args: argparse.Namespace) -> int:
+    from ..data.formats import load_corpus_file
+    from ..data.types import Dataset
     from ..io import atomic_write_json
     from ..meta import run_metadata
     from ..retrieval.bm25 import BM25Index, BM25Params
     from ..retrieval.dense import DenseIndex, encode_corpus_to_shards
+    from ..retrieval.streamed import corpus_file, is_corpus_file
 
-    dataset = _load_dataset(args.dataset)
+    if args.shard_size < 1:
+        raise ConfigError("--shard-size must be positive")
+    if args.retriever == "dense":
+        path = corpus_file(args.dataset)
+        if path is not None:
+            return _index_streamed(args, path)
+    if is_corpus_file(args.dataset):
+        dataset = Dataset(Path(args.dataset).name, "all", corpus=load_corpus_file(args.dataset))
+    else:
+        dataset = _load_dataset(args.dataset)
     if not dataset.corpus:
         raise TaserError(f"{args.dataset} has no documents to index (an empty corpus.jsonl, or a question set "
                          f"without passages)")
@@ -149,6 +170,40 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _index_streamed(args: argparse.Namespace, path: Path) -> int:
+    """A dense index streamed from the corpus file `path` (module docstring): shards, plus faiss/ unless flat."""
+    import shutil
+
+    from ..data.formats import iter_corpus_file
+    from ..io import atomic_write_json
+    from ..meta import run_metadata
+    from ..retrieval.dense import DenseIndex, encode_stream_to_shards
+
+    params = _index_params(args.index_param)
+    encoder = _encoder(args)
+    start = time.perf_counter()
+    shards = encode_stream_to_shards(encoder, iter_corpus_file(path), args.out / "embeddings",
+                                     shard_size=args.shard_size, model_name=args.model)
+    if args.index_type == "flat":
+        search = "shards"
+        if (args.out / "faiss").is_dir():  # from an earlier build of this folder: search must not read it
+            shutil.rmtree(args.out / "faiss")
+    else:
+        search = "faiss"
+        DenseIndex.from_shards(shards, args.index_type, params).save(args.out / "faiss")
+    manifest = json.loads((args.out / "embeddings" / "manifest.json").read_text(encoding="utf-8"))
+    seconds = time.perf_counter() - start
+    atomic_write_json(args.out / _INDEX_META, {
+        "retriever": "dense", "dataset": str(args.dataset), "corpus_file": str(path.resolve()),
+        "n_docs": len(shards), "ids_sha256": manifest["ids_sha256"], "streamed": True, "search": search,
+        "model": args.model, "index_type": args.index_type, "index_params": params,
+        "precision": encoder.resolved_precision, "seconds": seconds, **run_metadata()})
+    print(f"indexed {len(shards)} passages of {args.dataset} with dense, streamed from {path} into {args.out} "
+          f"({shards.n_shards} shards; searched {'exactly from the shards' if search == 'shards' else 'with faiss'}; "
+          f"{seconds:.1f} s)")
+    return 0
+
+
 def _bm25_run(args: argparse.Namespace, dataset, k: int):
     from ..retrieval.bm25 import BM25Index, BM25Params
 
@@ -157,20 +212,26 @@ def _bm25_run(args: argparse.Namespace, dataset, k: int):
         index = BM25Index.load(args.bm25_index / "bm25")
     else:
         index = BM25Index.build(dataset.corpus, BM25Params(k1=args.k1, b=args.b))
-    if index.doc_ids != list(dataset.corpus):
+    if dataset.corpus and index.doc_ids != list(dataset.corpus):  # a question set: the index of its corpus
         raise TaserError(f"the BM25 index was built from another corpus than {args.dataset}'s")
     return index.search(dataset.queries, k=k)
 
 
 def _dense_run(args: argparse.Namespace, dataset, k: int):
-    from ..retrieval.dense import DenseIndex, dense_search, encode_corpus
+    from ..retrieval.dense import DenseIndex, ShardedEmbeddings, ids_digest, dense_search, encode_corpus
 
     if args.dense_index:
         meta = _read_index_meta(args.dense_index, "dense")
         if meta.get("model") != args.model:
             raise TaserError(f"{args.dense_index} was encoded with --model {meta.get('model')!r}, not {args.model!r}")
-        index = DenseIndex.load(args.dense_index / "faiss")
-        if index.doc_ids != list(dataset.corpus):
+        # A question set without passages of its own (dpr-nq) searches the index of the corpus it retrieves from.
+        if meta.get("search") == "shards":
+            index = ShardedEmbeddings(args.dense_index / "embeddings")
+            same = not dataset.corpus or ids_digest(list(dataset.corpus)) == meta.get("ids_sha256")
+        else:
+            index = DenseIndex.load(args.dense_index / "faiss")
+            same = not dataset.corpus or index.doc_ids == list(dataset.corpus)
+        if not same:
             raise TaserError(f"the dense index was built from another corpus than {args.dataset}'s")
         encoder = _encoder(args)
     else:
@@ -237,6 +298,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not run:
         raise FormatError(args.run, None, None, "the run is empty (no 'qid Q0 docid rank score tag' line)")
     dataset = _load_dataset(args.dataset)
+    if args.corpus:
+        if dataset.corpus:
+            raise TaserError(f"{args.dataset} has passages of its own: --corpus is for question sets without them")
+        from ..retrieval.streamed import corpus_file, lookup_passages
+
+        path = corpus_file(args.corpus)
+        dataset.corpus = (lookup_passages(path, {d for scores in run.values() for d in scores}) if path
+                          else _load_dataset(args.corpus).corpus)
     unknown = set(run) - set(dataset.queries)
     if unknown:
         raise TaserError(f"{args.run} has {len(unknown)} queries that {args.dataset} does not, "

@@ -7,6 +7,10 @@ the TASER tables score them (R@K in percent for QA sets with answers; nDCG@10 in
     >>> runs["hybrid"] = fuse(runs["dense"], runs["bm25"], alpha)
     >>> rows = score_runs(dataset, runs)                              # long rows: model, dataset, metric, value
 
+A question set retrieving from a corpus too large to load (the full profile's dpr-wiki) passes
+`corpus=StreamedCorpus("dpr-wiki")` (`retrieval.streamed`) to `first_stage_runs`: dense from on-disk shards, and
+answer matching on just the retrieved passages.
+
 Query length. A dense encoder cuts queries at `max_query_length`; 32 tokens (the papers' setting) holds QA
 questions but truncates the long queries of CISI, Cranfield or ArguAna (whole arguments), which understates dense
 retrieval out of domain (the default model on CISI: nDCG@10 0.367 at 32 tokens, 0.416 at 256, issue 11). So every
@@ -28,6 +32,7 @@ from ..data.types import Dataset, Run
 from ..retrieval.bm25 import BM25Index
 from ..retrieval.dense import DenseIndex, Encoder, dense_search, encode_corpus
 from ..retrieval.hybrid import AlphaChoice, DevSet, choose_alpha
+from ..retrieval.streamed import StreamedCorpus
 from .answer_recall import KS, answer_hits, answer_recall, hits_at_k, hits_scorer
 from .metrics import evaluate, per_query, qrels_scorer
 
@@ -70,15 +75,26 @@ def truncated_queries(dataset: Dataset, encoder, length: int) -> int:
 
 
 def first_stage_runs(dataset: Dataset, encoder: Encoder | None = None, k: int = 100,
-                     bm25: BM25Index | None = None, query_length: int | None = None) -> dict[str, Run]:
+                     bm25: BM25Index | None = None, query_length: int | None = None,
+                     corpus: StreamedCorpus | None = None) -> dict[str, Run]:
     """BM25 (and, given an encoder, dense) top-k runs for every query of `dataset`; `query_length` sets the
-    encoder's query cut-off for this dataset (a `DenseEncoder`; None: the encoder's own)."""
+    encoder's query cut-off for this dataset (a `DenseEncoder`; None: the encoder's own).
+
+    `corpus`: where a dataset without passages of its own (a question set) retrieves from when that corpus is too
+    large to load (the full profile's dpr-wiki; `retrieval.streamed`): dense from its on-disk shards, never loading
+    it; BM25 from its index (built once from the loaded corpus). `dataset.corpus` then becomes just the retrieved
+    passages, which is all that answer matching (`score_runs`, `choose_hybrid_alpha`) reads."""
+    streamed = corpus is not None and not dataset.corpus
+    if streamed:
+        bm25 = bm25 or corpus.bm25()
     runs = {"bm25": (bm25 or BM25Index.build(dataset.corpus, progress=False)).search(dataset.queries, k=k,
                                                                                         progress=False)}
     if encoder is not None:
-        index = dense_index(encoder, dataset)
+        index = corpus.dense(encoder) if streamed else dense_index(encoder, dataset)
         with (encoder.query_length(query_length) if query_length else nullcontext()):
             runs["dense"] = dense_search(encoder, index, dataset.queries, k=k)
+    if streamed:
+        dataset.corpus = corpus.passages({doc for run in runs.values() for scores in run.values() for doc in scores})
     return runs
 
 

@@ -237,12 +237,13 @@ def dense_search(encoder: Encoder, index: DenseIndex, queries: Queries, k: int =
     return index.search_run(ids, emb, k)
 
 
-def _ids_digest(ids: Sequence[str]) -> str:
+def ids_digest(ids: Sequence[str]) -> str:
+    """The sha256 of the ids in order, one per line: what a shard folder records to tell its corpus from another."""
     return hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()
 
 
 class _StreamDigest:
-    """`_ids_digest` of ids fed in pieces."""
+    """`ids_digest` of ids fed in pieces."""
 
     def __init__(self):
         self._hash, self._first = hashlib.sha256(), True
@@ -365,7 +366,7 @@ def encode_corpus_to_shards(encoder: Encoder, corpus: Corpus, out_dir: str | os.
         raise ValueError("cannot encode an empty corpus")
     out = Path(out_dir)
     ids = list(corpus)
-    _check_manifest(out, {"n_docs": len(ids), "shard_size": shard_size, "ids_sha256": _ids_digest(ids),
+    _check_manifest(out, {"n_docs": len(ids), "shard_size": shard_size, "ids_sha256": ids_digest(ids),
                           "model_name": model_name, "precision": _encoder_precision(encoder)})
     rows = ((d, corpus[d].title, corpus[d].text) for d in ids)
     return encode_stream_to_shards(encoder, rows, out, shard_size, model_name, progress, total=len(ids))
