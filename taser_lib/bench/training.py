@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..models import build_model, count_parameters, load_tokenizer
+from ..models import build_model, count_parameters, default_checkpoint, load_tokenizer
+from ..models.common import checkpoint_passage_format
 from ..models.precision import autocast
 from ..training.config import RetrieverDataConfig
 from ..training.loop import LoopConfig, parameter_groups, to_device
@@ -49,7 +50,9 @@ def training_batch(cfg: BenchConfig, questions: int) -> tuple[dict[str, Any], di
     if len(chosen) < questions:
         raise RuntimeError(f"only {len(chosen)} of {len(mined)} sampled questions got a BM25 hard negative")
     data = RetrieverDataConfig()
-    collator = RetrieverCollator(load_tokenizer("default"), data.max_query_length, data.max_passage_length)
+    # the models are built from the default checkpoint and read passages in its own convention, as in training
+    collator = RetrieverCollator(load_tokenizer("default"), data.max_query_length, data.max_passage_length,
+                                 passage_format=checkpoint_passage_format(default_checkpoint()) or "pair")
     batch = collator([(e.query.text, [e.positives[0], e.hard_negatives[0]]) for e in chosen])
     shapes = {"questions": questions, "passages": 2 * questions,
               "query_length": int(batch["query"]["input_ids"].shape[1]),
