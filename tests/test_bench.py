@@ -353,3 +353,108 @@ def test_recall_at_k():
 ])
 def test_reference_matcher_agrees_with_the_library(answers, text):
     assert reference_has_answer(answers, text) == has_answer(answers, text)
+
+
+# ---- faiss-gpu vs CPU faiss (search benchmark, --device cuda) -----------------------------------------------------
+
+def _unit_vectors(n: int, dim: int, seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_faiss_gpu_comparison_is_skipped_with_a_note_without_a_gpu(monkeypatch):
+    faiss = pytest.importorskip("faiss")
+    from taser_lib.bench import faiss_gpu
+
+    corpus, queries = _unit_vectors(200, 8, 0), _unit_vectors(5, 8, 1)
+    out = faiss_gpu.measure("cpu", corpus, queries, "random", quick=True, repeats=1, build_repeats=1)
+    assert out["rows"] == [] and out["measured"]["measured"] is False
+    assert out["notes"] == [out["measured"]["reason"]]
+    assert out["notes"][0].startswith("no GPU: faiss-gpu vs CPU faiss not measured")
+    # --device cuda with faiss-cpu (faiss sees no GPU): skipped too, never an error
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 0)
+    out = faiss_gpu.measure("cuda", corpus, queries, "random", quick=True, repeats=1, build_repeats=1)
+    assert out["rows"] == [] and "faiss-gpu" in out["notes"][0] and out["notes"][0].startswith("no GPU")
+
+
+def test_faiss_gpu_comparison_runs_with_cpu_stand_ins(monkeypatch):
+    """faiss's GPU functions replaced by CPU stand-ins (one 'GPU', cloning = identity): the GPU path runs end to
+    end and yields its rows; both sides hold the same index, so their recalls agree."""
+    faiss = pytest.importorskip("faiss")
+    from taser_lib.bench import faiss_gpu
+
+    moved = []
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", lambda index, co=None, ngpu=-1: moved.append(index) or index)
+    corpus, queries = _unit_vectors(600, 16, 0), _unit_vectors(20, 16, 1)
+    params = {"nlist": 8, "nprobe": 2, "m": 4, "nbits": 4, "train_size": 600}
+    out = faiss_gpu.measure("cuda", corpus, queries, "random", quick=True, repeats=2, build_repeats=1,
+                            params=params)
+    measured = out["measured"]
+    assert measured["measured"] is True and measured["errors"] == {}
+    assert set(measured["indexes"]) == {"flat", "ivf_flat", "ivfpq"}
+    assert len(moved) == 1 + 3  # the warm-up, then one GPU build per index kind
+    assert [r["metric"] for r in out["rows"]] == [
+        "random: faiss-gpu flat build speed-up over CPU faiss",
+        "random: faiss-gpu flat search speed-up over CPU faiss, query batch",
+        "random: faiss-gpu flat recall@100 vs CPU flat",
+        "random: faiss-gpu IVF-Flat build speed-up over CPU faiss",
+        "random: faiss-gpu IVF-Flat search speed-up over CPU faiss, query batch",
+        "random: IVF-Flat recall@100 vs exact, CPU faiss",
+        "random: IVF-Flat recall@100 vs exact, faiss-gpu",
+        "random: faiss-gpu IVF-PQ build speed-up over CPU faiss",
+        "random: faiss-gpu IVF-PQ search speed-up over CPU faiss, query batch",
+        "random: IVF-PQ recall@100 vs exact, CPU faiss",
+        "random: IVF-PQ recall@100 vs exact, faiss-gpu",
+    ]
+    assert all(np.isfinite(r["value"]) and r["value"] > 0 and r["target"] is None for r in out["rows"])
+    for kind, r in measured["indexes"].items():
+        assert r["build_seconds"]["cpu"]["n"] == 1 and r["search_seconds"]["gpu"]["n"] == 2
+        recall = r["recall_at_k_vs_exact"]
+        assert recall["cpu"] == pytest.approx(recall["gpu"]) and 0 < recall["cpu"] <= 1
+    assert measured["indexes"]["flat"]["recall_at_k_vs_exact"]["gpu"] == pytest.approx(1.0)
+    assert measured["indexes"]["ivf_flat"]["recall_at_k_vs_exact"]["cpu"] < 1  # 2 of 8 lists probed
+    assert "nlist=8, nprobe=2" in out["notes"][0]
+
+
+def test_faiss_gpu_error_on_one_index_is_a_note(monkeypatch):
+    faiss = pytest.importorskip("faiss")
+    from taser_lib.bench import faiss_gpu
+
+    def to_gpu(index, co=None, ngpu=-1):
+        if isinstance(index, faiss.IndexIVFPQ):
+            raise RuntimeError("Error in GpuIndexIVFPQ: Consider useFloat16LookupTables")
+        return index
+
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", to_gpu)
+    params = {"nlist": 4, "nprobe": 1, "m": 2, "nbits": 4, "train_size": 300}
+    out = faiss_gpu.measure("cuda", _unit_vectors(300, 8, 0), _unit_vectors(5, 8, 1), "r", quick=True, repeats=1,
+                            build_repeats=1, params=params)
+    assert set(out["measured"]["indexes"]) == {"flat", "ivf_flat"}
+    assert "useFloat16LookupTables" in out["measured"]["errors"]["ivfpq"]
+    assert any(n.startswith("faiss-gpu IVF-PQ not measured") for n in out["notes"])
+    assert not any("IVF-PQ" in r["metric"] for r in out["rows"])
+
+
+def test_ivfpq_moves_to_the_gpu_with_float16_lookup_tables_when_needed(monkeypatch):
+    """faiss-gpu holds IVF-PQ's lookup table in 48 KiB of shared memory: the default m=64 x 8 bits (64 KiB as
+    float32) must be cloned with useFloat16; small tables and flat indexes keep faiss's defaults."""
+    faiss = pytest.importorskip("faiss")
+    from taser_lib.retrieval import DenseIndex
+    from taser_lib.retrieval.dense import _gpu_cloner_options
+
+    class Options:
+        useFloat16 = False
+
+    options = []
+    monkeypatch.setattr(faiss, "GpuMultipleClonerOptions", Options, raising=False)
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", lambda index, co=None, ngpu=-1: options.append(co) or index)
+    assert _gpu_cloner_options("ivfpq", {"m": 64, "nbits": 8}).useFloat16 is True
+    assert _gpu_cloner_options("ivfpq", {"m": 48, "nbits": 8}) is None  # 48 KiB: fits
+    assert _gpu_cloner_options("flat", {}) is None
+    index = DenseIndex(384, "ivfpq", use_gpu=True)
+    assert index.on_gpu and options[-1].useFloat16 is True
+    DenseIndex(384, "flat")  # faiss sees a GPU: flat moves there by default, with faiss's default options
+    assert options[-1] is None and len(options) == 2

@@ -86,6 +86,11 @@ def rate(amount: float, times: Sequence[float]) -> dict[str, float]:
     return spread([amount / t for t in times])
 
 
+def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
+    """Mean over queries of |found ∩ exact| / |exact| (faiss marks missing results with -1)."""
+    return float(np.mean([len(set(f[f >= 0].tolist()) & set(e.tolist())) / len(e) for f, e in zip(found, exact)]))
+
+
 # --- memory ------------------------------------------------------------------------------------------------------
 
 class PeakMemory:

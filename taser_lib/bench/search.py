@@ -5,6 +5,9 @@ recall@100 against flat's exact top 100.
 
 Two corpora: the SQuAD-open passages encoded by the default model, searched by the SQuAD-open test questions; and
 seeded random unit vectors of the same dimension (100k), searched by random unit queries.
+
+With `--device cuda` and faiss-gpu, also faiss-gpu against CPU faiss on the random corpus (`bench.faiss_gpu`): flat,
+IVF-Flat and IVF-PQ build and search times and IVF recall@100. The comparisons above stay on the CPU (`use_gpu=False`).
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..retrieval import DenseIndex
-from . import inputs
-from .core import BenchConfig, interleaved, paired_ratio, row, spread, timed
+from . import faiss_gpu, inputs
+from .core import BenchConfig, interleaved, paired_ratio, recall_at_k, row, spread, timed
 
 NAME = "search"
 TITLE = "Top-100 search: faiss flat vs numpy, and HNSW"
@@ -38,15 +41,10 @@ def numpy_top_k(queries: np.ndarray, corpus: np.ndarray, k: int) -> tuple[np.nda
     return np.concatenate(all_scores), np.concatenate(all_rows)
 
 
-def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
-    """Mean over queries of |found ∩ exact| / |exact| (faiss marks missing results with -1)."""
-    return float(np.mean([len(set(f[f >= 0].tolist()) & set(e.tolist())) / len(e) for f, e in zip(found, exact)]))
-
-
 def compare(cfg: BenchConfig, corpus: np.ndarray, queries: np.ndarray, repeats: int) -> dict[str, Any]:
     """Flat vs numpy vs HNSW on one corpus; searches return raw rows, so all three are timed alike."""
     ids = [str(i) for i in range(len(corpus))]
-    flat = DenseIndex.from_embeddings(corpus, ids, "flat")
+    flat = DenseIndex.from_embeddings(corpus, ids, "flat", use_gpu=False)  # faiss-gpu: compared in faiss_gpu
     build_seconds, hnsw = timed(lambda: DenseIndex.from_embeddings(corpus, ids, "hnsw"), "cpu")
     fns = {"faiss_flat": lambda: flat.index.search(queries, K),
            "numpy": lambda: numpy_top_k(queries, corpus, K),
@@ -88,13 +86,18 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     results = {"squad_open": compare(cfg, emb, questions, repeats),
                "random": compare(cfg, corpus, random_queries, repeats)}
     rows = []
-    for name, label in (("squad_open", "SQuAD-open"), ("random", f"random {n_random // 1000}k")):
+    random_label = f"random {n_random // 1000}k"
+    for name, label in (("squad_open", "SQuAD-open"), ("random", random_label)):
         r = results[name]
         rows += [row(f"{label}: faiss flat speed-up over numpy", r["flat_speedup_over_numpy"]["median"], "x"),
                  row(f"{label}: HNSW speed-up over flat, query batch", r["hnsw_speedup_over_flat"]["median"], "x"),
                  row(f"{label}: HNSW speed-up over flat, one query per call",
                      r["hnsw_speedup_over_flat_single_query"]["median"], "x"),
                  row(f"{label}: HNSW recall@100 vs flat", r["hnsw_recall_at_100"])]
+    gpu = faiss_gpu.measure(cfg.device, corpus, random_queries, random_label, cfg.quick, repeats,
+                            build_repeats=cfg.pick(3, 1), seed=cfg.seed)
+    results["faiss_gpu_vs_cpu"] = gpu["measured"]
+    rows += gpu["rows"]
     return {
         "rows": rows, "measured": results,
         "sizes": {"random_corpus": n_random, "random_queries": n_queries, "squad_open_corpus": len(emb),
@@ -103,5 +106,6 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                   f"{QUERY_CHUNK}", f"one query per call: the first {SINGLE_QUERIES} queries, searched one by one",
                   "HNSW uses the library's default parameters (DenseIndex); random high-dimensional vectors are "
                   "the hard case for graph indexes (no neighbourhood structure), so their recall is low",
-                  "numpy_recall_at_100 checks the baseline finds flat's exact top 100 (ties aside)"],
+                  "numpy_recall_at_100 checks the baseline finds flat's exact top 100 (ties aside)",
+                  *gpu["notes"]],
     }

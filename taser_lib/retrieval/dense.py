@@ -91,6 +91,21 @@ def _new_cpu_index(dim: int, index_type: str, params: dict[str, int]) -> faiss.I
                                faiss.METRIC_INNER_PRODUCT)
 
 
+# faiss-gpu keeps IVF-PQ's lookup table of one query (m x 2^nbits distances) in a CUDA block's shared memory, of which
+# it assumes 48 KiB: float32 tables fit m * 2^nbits <= 12288, so the default m=64, nbits=8 (64 KiB) needs float16
+# tables (faiss raises "Consider useFloat16LookupTables" otherwise).
+_GPU_SHARED_MEMORY_BYTES = 48 * 1024
+
+
+def _gpu_cloner_options(index_type: str, params: dict[str, int]):
+    """faiss's GpuMultipleClonerOptions for moving this index to the GPUs (None: faiss's defaults)."""
+    if index_type != "ivfpq" or params["m"] * 2 ** params["nbits"] * 4 <= _GPU_SHARED_MEMORY_BYTES:
+        return None
+    options = faiss.GpuMultipleClonerOptions()
+    options.useFloat16 = True  # for IVF-PQ: float16 lookup tables
+    return options
+
+
 def _set_search_params(index: faiss.Index, index_type: str, params: dict[str, int]) -> None:
     if index_type == "hnsw":
         index.hnsw.efSearch = params["ef_search"]
@@ -120,7 +135,8 @@ class DenseIndex:
         if use_gpu and (gpus == 0 or self.index_type == "hnsw"):
             raise ConfigError("use_gpu=True needs faiss-gpu with a visible GPU and a flat or ivfpq index")
         self.on_gpu = bool(gpus > 0 and self.index_type != "hnsw") if use_gpu is None else use_gpu
-        self.index = faiss.index_cpu_to_all_gpus(cpu) if self.on_gpu else cpu
+        self.index = (faiss.index_cpu_to_all_gpus(cpu, co=_gpu_cloner_options(self.index_type, self.params))
+                      if self.on_gpu else cpu)
 
     @property
     def is_trained(self) -> bool:
