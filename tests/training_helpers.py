@@ -81,3 +81,14 @@ def tiny_config(model_dir: Path, data: dict[str, Path], output_dir: Path, **loop
 def write_yaml(config: dict, path: Path) -> Path:
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
+
+
+def assert_entropy_moved(mode: str, before: tuple[float, float], after: tuple[float, float]) -> None:
+    """(per-unit entropy, batch-average entropy) before and after a step on the entropy term: `release` raises the
+    per-unit entropy, `literal` lowers it, `balance` raises the batch-average one."""
+    if mode == "release":
+        assert after[0] > before[0] + 1e-3
+    elif mode == "literal":
+        assert after[0] < before[0] - 1e-3
+    else:
+        assert after[1] > before[1] + 1e-3

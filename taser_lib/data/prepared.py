@@ -14,13 +14,13 @@ saying to prepare the dataset again. Folders prepared before meta.json held thes
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, TaserError
+from .fetch import sha256_file
 
 META = "meta.json"
 FILES_KEY = "files"
@@ -28,14 +28,6 @@ FILES_KEY = "files"
 LEGACY_COUNTS = {"corpus.jsonl": "documents", "queries.jsonl": "queries", "qrels.tsv": "qrels"}
 SPLIT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels.tsv")  # besides meta.json; candidates.tsv is optional
 SQUAD_OPEN_BUILDER = "taser_lib.data.squad_open"
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def file_entry(path: str | Path, records: int | None = None) -> dict[str, Any]:

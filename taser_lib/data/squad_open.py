@@ -24,7 +24,6 @@ Construction (deterministic; every choice is recorded in split.json next to the 
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 import time
@@ -37,6 +36,7 @@ from ..io import atomic_dir, atomic_write_json
 from ..meta import run_metadata
 from .formats.beir import read_prepared, write_prepared
 from .formats.squad import SquadAnswer, SquadArticle, read_squad, squad_queries
+from .fetch import sha256_file
 from .prepared import FILES_KEY, SQUAD_OPEN_BUILDER, check_counts, damaged, file_entry, read_meta
 from .training_examples import TrainingExample, read_dpr_retriever_json, write_dpr_retriever_json
 from .types import Corpus, Dataset, Document, Qrels, Queries
@@ -111,14 +111,6 @@ class SquadOpen:
                 for qid, q in self.splits[split].items() if self.positives[qid]]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def build_squad_open(squad_json_path: str | Path, seed: int = DEFAULT_SEED,
                      words_per_passage: int = WORDS_PER_PASSAGE) -> SquadOpen:
     """Build SQuAD-open from dev-v1.1.json (plain or zipped). Pure data: no retrieval here."""
@@ -146,7 +138,7 @@ def build_squad_open(squad_json_path: str | Path, seed: int = DEFAULT_SEED,
               "questions": {s: len(splits[s]) for s in SPLITS},
               "questions_with_positive": {s: sum(bool(positives[q]) for q in splits[s]) for s in SPLITS},
               "answer_spans_straddling_two_passages": straddling}
-    meta = {"source": path.name, "source_sha256": _sha256(path), "seed": seed,
+    meta = {"source": path.name, "source_sha256": sha256_file(path), "seed": seed,
             "words_per_passage": words_per_passage,
             "fractions": {"train": 1 - DEV_FRACTION - TEST_FRACTION, "dev": DEV_FRACTION, "test": TEST_FRACTION},
             "passage_id_scheme": PASSAGE_ID_SCHEME, "articles": assignment, "counts": counts}

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.fetch import sha256_file
 from ..errors import ConfigError
 from ..io import atomic_write_json, atomic_write_text
 from ..meta import run_metadata
@@ -120,13 +121,10 @@ class _HashCache:
         entry = self.entries.get(key)
         if entry and entry.get("stamp") == stamp:
             return entry["sha256"]
-        digest = hashlib.sha256()
-        with open(file, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                digest.update(block)
-        self.entries[key] = {"stamp": stamp, "sha256": digest.hexdigest()}
+        digest = sha256_file(file)
+        self.entries[key] = {"stamp": stamp, "sha256": digest}
         self.dirty = True
-        return digest.hexdigest()
+        return digest
 
     def save(self) -> None:
         if self.dirty and is_main_process():
