@@ -503,3 +503,34 @@ def find_root(start: str | os.PathLike | None = None) -> Path:
 
 def claims_dir(root: str | os.PathLike | None = None) -> Path:
     return (Path(root) if root is not None else find_root()).joinpath(*CLAIMS_FOLDER)
+
+
+# --- the papers' tables as data ------------------------------------------------------------------------------------
+
+PAPER_TABLES_FILE = "_paper_tables.yaml"
+
+
+def paper_table(name: str, root: str | os.PathLike | None = None):
+    """A published table of `<claims dir>/_paper_tables.yaml` as a long frame (table, where, model, label,
+    dataset, metric, value): the paper's numbers that notebooks plot beside ours. An unknown name lists the known."""
+    import pandas as pd
+
+    path = claims_dir(root) / PAPER_TABLES_FILE
+    data = _read_yaml(path)
+    tables = data.get("tables") if isinstance(data, Mapping) else None
+    if not isinstance(tables, Mapping):
+        raise FormatError(path, None, "tables", "expected a mapping 'tables: {name: {paper, where, rows}}'")
+    if name not in tables:
+        raise FormatError(path, None, f"tables.{name}", f"no such table; known: {', '.join(tables)}")
+    table = tables[name]
+    rows = []
+    for i, row in enumerate(table.get("rows") or []):
+        values = row.get("values") if isinstance(row, Mapping) else None
+        if not isinstance(values, Mapping) or "model" not in row:
+            raise FormatError(path, _line(row), f"tables.{name}.rows[{i}]", "needs 'model' and 'values'")
+        for dataset, metrics in values.items():
+            for metric, value in metrics.items():
+                rows.append({"table": name, "where": table.get("where", ""), "model": row["model"],
+                             "label": row.get("label", row["model"]), "dataset": dataset, "metric": metric,
+                             "value": float(value)})
+    return pd.DataFrame(rows)

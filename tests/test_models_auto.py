@@ -88,7 +88,8 @@ def test_model_fields_come_from_the_config_classes():
     assert taser["pooling"][0] is None  # built from a checkpoint: its own pooling
     assert "routing" not in model_fields("shared") and "dim" in model_fields("colbert")
     assert model_fields("colbert")["normalize"][0] is True
-    assert set(model_fields("cross-encoder")) == {"hidden_dropout_prob", "attention_probs_dropout_prob"}
+    assert set(model_fields("cross-encoder")) == {"hidden_dropout_prob", "attention_probs_dropout_prob",
+                                                  "num_hidden_layers"}
 
 
 # --- ColBERT ----------------------------------------------------------------------------------------------------

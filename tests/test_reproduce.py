@@ -73,7 +73,8 @@ def test_packaged_profiles_have_every_required_key():
 def test_profiles_file_is_package_data():
     assert PROFILES_FILE.parent == REPO / "taser_lib"
     pyproject = (REPO / "pyproject.toml").read_text()
-    assert 'taser_lib = ["*.yaml"]' in pyproject, "profiles.yaml must ship in the wheel"
+    assert 'taser_lib = ["*.yaml", "training/*.yaml"]' in pyproject, \
+        "profiles.yaml and training/variants.yaml must ship in the wheel"
 
 
 def test_parameter_override_order(tmp_path, monkeypatch):

@@ -117,7 +117,8 @@ def score_run(dataset: Dataset, run: Run, ks: Sequence[int] = KS) -> dict[str, f
     """The TASER tables' metrics in percent: R@K by answer matching for QA sets; nDCG@10 and R@100 otherwise
     (queries without a judgment are left out, as trec_eval does)."""
     if is_qa(dataset):
-        return {m: 100 * v for m, v in answer_recall(AnswerMatcher(dataset.corpus), dataset.queries, run, ks).items()}
+        return {m: 100 * v for m, v in answer_recall(AnswerMatcher(dataset.corpus), dataset.queries, run, ks,
+                                                     progress=False).items()}
     judged = {q: d for q, d in dataset.qrels.items() if any(g > 0 for g in d.values())}
     return {m: 100 * v for m, v in evaluate(run, judged, ["nDCG@10", "R@100"]).items()}
 

@@ -223,14 +223,23 @@ def compare_runs(run_a: Source, run_b: Source, metric: str, **options) -> Compar
 
 
 def compare_systems(systems: Mapping[str, Sequence[Source]], metric: str, *, baseline: str | None = None,
-                    correction: str = "holm", **options) -> list[Comparison]:
-    """Every system against `baseline` (or, without one, every pair), each a `compare_seed_groups` of its seeds,
-    with the randomisation p-values corrected over the family (`adjust_p_values`; Holm by default)."""
+                    pairs: Sequence[tuple[str, str]] | None = None, correction: str = "holm",
+                    **options) -> list[Comparison]:
+    """Every system against `baseline`, or the given `pairs` (a, b), or else every pair; each a
+    `compare_seed_groups` of its seeds, with the randomisation p-values corrected over the family
+    (`adjust_p_values`; Holm by default)."""
     names = list(systems)
     if baseline is not None and baseline not in systems:
         raise KeyError(f"baseline {baseline!r} is not one of the systems {names}")
-    pairs = ([(n, baseline) for n in names if n != baseline] if baseline is not None
-             else list(itertools.combinations(names, 2)))
+    if pairs is not None:
+        pairs = [tuple(pair) for pair in pairs]
+        unknown = sorted({n for pair in pairs for n in pair} - set(names))
+        if unknown:
+            raise KeyError(f"pairs name systems {unknown} that are not among {names}")
+    elif baseline is not None:
+        pairs = [(n, baseline) for n in names if n != baseline]
+    else:
+        pairs = list(itertools.combinations(names, 2))
     if not pairs:
         raise ValueError("need at least two systems to compare")
     found = [compare_seed_groups(systems[x], systems[y], metric, labels=(x, y), **options) for x, y in pairs]

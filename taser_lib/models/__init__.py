@@ -24,7 +24,8 @@ from .dpr import DPRConfig, DPRModel
 from .encoding import DenseEncoder, default_device
 from .params import PAPER_PARAMS_M, count_parameters, parameter_table
 from .taser import ROUTINGS, TaserConfig, TaserLayer, TaserModel
-from .weights import DEFAULT, DEFAULT_DESCRIPTION, check_weights_format, default_checkpoint, resolve_checkpoint
+from .weights import (DEFAULT, DEFAULT_DESCRIPTION, check_weights_format, default_checkpoint, quiet_loading,
+                      resolve_checkpoint)
 
 # Hugging Face users can load saved models with AutoConfig / AutoModel.
 _PAIRS = ((TaserConfig, TaserModel), (DPRConfig, DPRModel), (ColbertConfig, ColbertModel),
@@ -43,7 +44,8 @@ def load_model(name_or_path: str | Path = "default", allow_pickle: bool = False,
     check_weights_format(path, allow_pickle)
     model_type = json.loads((path / "config.json").read_text()).get("model_type")
     if model_type in _SAVED:
-        return _SAVED[model_type].from_pretrained(path, use_safetensors=not allow_pickle, **kwargs)
+        with quiet_loading():
+            return _SAVED[model_type].from_pretrained(path, use_safetensors=not allow_pickle, **kwargs)
     return TaserModel.from_bert(path, routing="shared", num_experts=1, allow_pickle=allow_pickle, **kwargs)
 
 

@@ -3,10 +3,14 @@ section to a model.
 
     >>> model = build_model("taser", "default", routing="sequence", entropy_weight=0.01)
     >>> model = build_model("colbert", "bert-base-uncased", dim=128, similarity_scale=20.0)
+    >>> model = build_model("shared", "default", projection_dim=64, num_hidden_layers=3)  # DE capacity axis
 
 The Hugging Face config classes (`TaserConfig`, `DPRConfig`, `ColbertConfig`, `CrossEncoderConfig`) are the only
 place model fields are defined, each with its help text (`model_fields`). `overrides` set those fields; what the
-checkpoint fixes (layer count, hidden size, vocabulary, ...) cannot be overridden, except the two dropout rates.
+checkpoint fixes (hidden size, vocabulary, ...) cannot be overridden, except the two dropout rates and
+`num_hidden_layers`, which keeps the checkpoint's first L layers. With `projection_dim` (dpr, taser, shared) the
+pooled vector is mapped to that many dimensions by a learned linear projection: together the two give the DE
+paper's capacity axis (embedding size x depth) on any checkpoint.
 `check_overrides` validates overrides without loading weights: an unknown field, a value of the wrong type or one
 the config class refuses is a `ConfigError` whose `.key` names the field.
 """
@@ -46,6 +50,8 @@ FIXED = {"shared": {"routing": "shared", "num_experts": 1}}  # what an arch name
 BERT_OVERRIDES = {
     "hidden_dropout_prob": "dropout after every sub-layer and on the embeddings; unset = the checkpoint's own",
     "attention_probs_dropout_prob": "dropout on the attention probabilities; unset = the checkpoint's own",
+    "num_hidden_layers": "keep only the checkpoint's first L transformer layers (DE capacity sweeps: a stand-in for "
+                         "shallower BERTs); unset = all of them",
 }
 BUILD_ONLY = {"pooling", "normalize", "passage_format"}  # None here means: the checkpoint's own (from_bert's defaults)
 
@@ -137,6 +143,8 @@ def check_overrides(arch: str, overrides: dict[str, Any]) -> dict[str, Any]:
         if value is None and key in BUILD_ONLY | set(BERT_OVERRIDES):
             continue  # the checkpoint's own
         checked[key] = _coerce(hints[key], value, key)
+        if key == "num_hidden_layers" and checked[key] < 1:
+            raise _error(key, f"num_hidden_layers must be >= 1, got {checked[key]}")
     try:  # the config class's own checks (ranges, combinations), on a BERT-shaped config of default size
         fields = {**checked, **FIXED.get(arch, {})}
         config_class(**{**fields, **_num_experts_default(config_class, fields)})

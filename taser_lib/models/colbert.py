@@ -53,6 +53,8 @@ class ColbertConfig(TaserConfig):
                                     "routing, else 2)")
     normalize: bool = normalize_field(default=True)
     dim: int = described(128, "size of the projected token vectors (ColBERT: 128)")
+    projection_dim: int | None = described(None, "not used by ColBERT (its token vectors are projected to `dim`); "
+                                                 "must stay null")
     reduce: str = described("mean", "mean (the DE paper: average over query tokens) | sum (ColBERT) of the "
                                     "per-query-token maxima")
 
@@ -62,6 +64,9 @@ class ColbertConfig(TaserConfig):
             raise ConfigError(f"dim must be >= 1, got {self.dim}")
         if self.reduce not in REDUCES:
             raise ConfigError(f"reduce must be one of {REDUCES}, got {self.reduce!r}")
+        if self.projection_dim is not None:
+            raise ConfigError(f"projection_dim is not a ColBERT field (its token vectors are projected to `dim`), "
+                              f"got {self.projection_dim}")
 
 
 class ColbertModel(TaserModel):

@@ -63,6 +63,19 @@ def mlm_head_field():
                             "(DE Table 9)")
 
 
+def projection_dim_field():
+    return described(None, "size of the embedding: a learned linear map (no bias) of the pooled vector to this "
+                           "many dimensions, before any normalisation (DE capacity sweeps, Figs. 1, 3); starts "
+                           "as a random orthogonal map; null = no projection (the hidden size)")
+
+
+def init_projection(linear: torch.nn.Linear, generator: torch.Generator | None = None) -> None:
+    """A fresh embedding projection as a random orthogonal map: orthonormal rows (projection_dim < hidden) or
+    columns (>=), so at projection_dim = hidden_size the untrained model scores exactly as its checkpoint."""
+    with torch.no_grad():
+        torch.nn.init.orthogonal_(linear.weight, generator=generator)
+
+
 def pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
     """[CLS] pooling (the papers: the final [CLS] vector, TASER Sec. 2) or mean over real tokens."""
     if pooling == "cls":
@@ -212,10 +225,18 @@ class BiEncoderMixin:
         """beta of TASER Eq. 5 (0 for architectures without learned routing)."""
         return float(getattr(self.config, "entropy_weight", 0.0))
 
+    def _projection(self, kind: Kind) -> torch.nn.Module | None:
+        """The embedding projection of the tower that encodes `kind` (`projection_dim`), or None."""
+        return getattr(self, "embedding_projection", None)
+
     def _represent(self, kind: Kind, input_ids, attention_mask, token_type_ids=None):
-        """(representation, L_ent) of a `kind` batch: pooled vectors here; ColBERT returns token vectors."""
+        """(representation, L_ent) of a `kind` batch: pooled vectors (projected to `projection_dim` when the
+        config sets it, then normalised when it says so); ColBERT returns token vectors."""
         hidden, entropy = self._encode(kind, input_ids, attention_mask, token_type_ids)
         reps = pool(hidden, attention_mask, self.config.pooling)
+        projection = self._projection(kind)
+        if projection is not None:
+            reps = projection(reps)
         if self.config.normalize:
             reps = F.normalize(reps, dim=-1)
         return reps, entropy

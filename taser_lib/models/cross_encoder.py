@@ -38,8 +38,9 @@ class CrossEncoderModel(PreTrainedModel):
     @classmethod
     def from_bert(cls, name_or_path: str | Path = "default", *, allow_pickle: bool = False,
                   **config_overrides) -> "CrossEncoderModel":
-        """BERT body from the checkpoint; the scoring head starts fresh."""
-        bert, _ = load_bert(name_or_path, allow_pickle)
+        """BERT body from the checkpoint (its first `num_hidden_layers` layers when set); the scoring head starts
+        fresh."""
+        bert, _ = load_bert(name_or_path, allow_pickle, config_overrides.get("num_hidden_layers"))
         config = CrossEncoderConfig(**{**bert.config.to_dict(), "model_type": "taser-cross-encoder",
                                        "architectures": ["CrossEncoderModel"], **config_overrides})
         model = cls(config)

@@ -34,7 +34,8 @@ BERT's config.json, or the TASER config) so that `load_model(folder)` reads pass
   convention), as sentence-transformers users do. The TASER module joins a `(title, text)` tuple itself; the stock
   modules (dpr, shared) would read a tuple as a pair, so give them the string.
 
-ColBERT (token vectors) and cross-encoders are not bi-encoders with one vector per text and are refused.
+ColBERT (token vectors) and cross-encoders are not bi-encoders with one vector per text and are refused, as are
+models with an embedding projection (`projection_dim`, the DE capacity axis), which the stock modules would drop.
 """
 
 from __future__ import annotations
@@ -145,6 +146,10 @@ def architecture(model) -> str:
     if isinstance(model, ColbertModel) or not isinstance(model, (DPRModel, TaserModel)):
         raise ConfigError(f"{type(model).__name__} cannot be exported to sentence-transformers: only the bi-encoders "
                           f"with one vector per text (dpr, taser, shared) can")
+    if getattr(model.config, "projection_dim", None):
+        raise ConfigError(f"a model with an embedding projection (projection_dim = {model.config.projection_dim}) "
+                          f"cannot be exported to sentence-transformers yet: the exported modules would leave the "
+                          f"projection out")
     if isinstance(model, DPRModel):
         return "dpr"
     return "shared" if model.config.routing == "shared" else "taser"

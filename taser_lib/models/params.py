@@ -43,3 +43,15 @@ def parameter_table(base: BertConfig | None = None, shared_blocks: int = 2) -> l
             rows.append({"arch": arch, "routing": routing, "experts": experts, "params": n,
                          "params_m": round(n / 1e6), "paper_m": PAPER_PARAMS_M[(arch, routing, experts)]})
     return rows
+
+
+def paper_params_key(model: torch.nn.Module) -> tuple[str, str | None, int | None] | None:
+    """The Table A1 row (a key of PAPER_PARAMS_M) a trained model stands for: DPR, or TASER by its routing and
+    number of experts; None for anything else (ColBERT, a TASER variant the paper does not list)."""
+    if isinstance(model, DPRModel):
+        key = ("dpr", None, None)
+    elif isinstance(model, TaserModel) and model.config.model_type == TaserConfig.model_type:  # not ColBERT's
+        key = ("taser", model.config.routing, model.config.num_experts)
+    else:
+        return None
+    return key if key in PAPER_PARAMS_M else None

@@ -38,8 +38,8 @@ from transformers.models.bert.modeling_bert import BertAttention, BertIntermedia
 from ..errors import ConfigError
 from ..losses import ENTROPY_MODES, batch_routing_entropy, routing_entropy, routing_entropy_term
 from .common import (PASSAGE_FORMATS, POOLINGS, BiEncoderMixin, Kind, checkpoint_passage_format,
-                     checkpoint_pooling, described, mlm_head_field, normalize_field, passage_format_field,
-                     pooling_field, similarity_scale_field)
+                     checkpoint_pooling, described, init_projection, mlm_head_field, normalize_field,
+                     passage_format_field, pooling_field, projection_dim_field, similarity_scale_field)
 from .mlm_head import MaskedLMHead, init_head
 from .weights import load_bert
 
@@ -58,6 +58,7 @@ class TaserConfig(BertConfig):
     pooling: str = pooling_field()
     normalize: bool = normalize_field()
     similarity_scale: float = similarity_scale_field()
+    projection_dim: int | None = projection_dim_field()
     router_temperature: float = described(1.0, "Gumbel-softmax temperature of Seq-R / Tok-R routing (Eq. 3)")
     entropy_weight: float = described(0.01, "beta of TASER Eq. 5, the weight of the routing entropy L_ent for "
                                             "learned routing (paper: 0.01)")
@@ -87,6 +88,8 @@ class TaserConfig(BertConfig):
             raise ConfigError(f"entropy_mode must be one of {ENTROPY_MODES}, got {self.entropy_mode!r}")
         if self.passage_format not in PASSAGE_FORMATS:
             raise ConfigError(f"passage_format must be one of {PASSAGE_FORMATS}, got {self.passage_format!r}")
+        if self.projection_dim is not None and self.projection_dim < 1:
+            raise ConfigError(f"projection_dim must be >= 1 (or null: no projection), got {self.projection_dim}")
 
     @property
     def specialized_layers(self) -> list[int]:
@@ -185,6 +188,9 @@ class TaserModel(BiEncoderMixin, BertModel):
         for i in config.specialized_layers:
             self.encoder.layer[i] = TaserLayer(config, layer_idx=i)
         self.mlm_head = MaskedLMHead(config) if config.mlm_head else None
+        # one tower, one embedding projection for both sides (`projection_dim`; see common.BiEncoderMixin)
+        self.embedding_projection = (nn.Linear(config.hidden_size, config.projection_dim, bias=False)
+                                     if getattr(config, "projection_dim", None) else None)
         self.routing_stats: dict[Kind, tuple[torch.Tensor, torch.Tensor]] = {}
         self._add_modules(config)
         self.post_init()
@@ -232,8 +238,10 @@ class TaserModel(BiEncoderMixin, BertModel):
         `pooling` / `normalize` default to the checkpoint's own (sentence-transformers config), else [CLS];
         `passage_format` to the checkpoint's own (`checkpoint_passage_format`: "concat" for a sentence-transformers
         checkpoint such as the default), else DPR's "pair"; `num_experts` to 2, or 1 for shared routing.
+        `num_hidden_layers` keeps the checkpoint's first L layers; `projection_dim` adds a fresh embedding
+        projection (`common.init_projection`).
         """
-        bert, path = load_bert(name_or_path, allow_pickle)
+        bert, path = load_bert(name_or_path, allow_pickle, config_fields.get("num_hidden_layers"))
         own = checkpoint_pooling(path)
         config_class = cls.config_class
         routing = config_fields.get("routing", config_class.routing)
@@ -249,6 +257,8 @@ class TaserModel(BiEncoderMixin, BertModel):
         })
         model = cls(config)
         model.load_bert_weights(bert)
+        if model.embedding_projection is not None:
+            init_projection(model.embedding_projection)
         if model.mlm_head is not None:
             init_head(model.mlm_head, path)
         return model

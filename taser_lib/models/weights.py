@@ -8,11 +8,12 @@ passes `allow_pickle=True` (a pickled .bin can run code when unpickled).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from pathlib import Path
 
-from ..errors import OfflineError, TaserError
+from ..errors import ConfigError, OfflineError, TaserError
 
 DEFAULT = "default"
 DEFAULT_DESCRIPTION = (
@@ -81,18 +82,42 @@ def check_weights_format(path: Path, allow_pickle: bool = False) -> None:
     raise TaserError(f"{path} holds no model weights (*.safetensors)")
 
 
-def load_bert(name_or_path: str | os.PathLike = DEFAULT, allow_pickle: bool = False):
-    """(BertModel without pooler, its local folder). The pooler is dropped on purpose: the papers pool the final
-    [CLS] vector, so transformers' report of unused pooler weights is silenced."""
-    from transformers import BertModel
+@contextlib.contextmanager
+def quiet_loading():
+    """Within the block, transformers logs errors only and draws no progress bar ("Loading weights" of
+    transformers 5): loading a checkpoint leaves nothing on stderr, in notebooks too. Both are restored after."""
     from transformers.utils import logging as hf_logging
+
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def load_bert(name_or_path: str | os.PathLike = DEFAULT, allow_pickle: bool = False,
+              num_hidden_layers: int | None = None):
+    """(BertModel without pooler, its local folder). The pooler is dropped on purpose: the papers pool the final
+    [CLS] vector, so transformers' report of unused pooler weights is silenced. `num_hidden_layers` keeps only the
+    checkpoint's first L transformer layers (the DE paper's depth axis, standing in for shallower BERTs); it must
+    lie in [1, the checkpoint's layer count]."""
+    from transformers import BertModel
 
     path = resolve_checkpoint(name_or_path, allow_pickle=allow_pickle)
     check_weights_format(path, allow_pickle)
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
+    with quiet_loading():
         bert = BertModel.from_pretrained(path, add_pooling_layer=False, use_safetensors=not allow_pickle)
-    finally:
-        hf_logging.set_verbosity(level)
+    if num_hidden_layers is not None:
+        have = len(bert.encoder.layer)
+        if not 1 <= num_hidden_layers <= have:
+            err = ConfigError(f"num_hidden_layers must lie in [1, {have}] for {path} (it has {have} layers), got "
+                              f"{num_hidden_layers}")
+            err.key = "num_hidden_layers"
+            raise err
+        bert.encoder.layer = bert.encoder.layer[:num_hidden_layers]
+        bert.config.num_hidden_layers = num_hidden_layers
     return bert, path

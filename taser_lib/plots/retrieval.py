@@ -40,3 +40,38 @@ def plot_metric_bars(table: pd.DataFrame, metrics: Mapping[str, str] | str, *,
         ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def plot_beside_paper(ours: pd.DataFrame, paper: pd.DataFrame, metric: str, *, models: Sequence[str],
+                      our_dataset: str, paper_dataset: str, labels: Mapping[str, str] | None = None,
+                      title: str | None = None) -> Figure:
+    """Two panels of bars on one scale: ours (mean over the rows of each model, e.g. its seeds, with their standard
+    deviation as error bar and each seed as a dot) and the paper's published value for the same systems.
+
+    `ours` is a long table (model, dataset, metric, value[, seed]) and `paper` one of `claims.paper_table`; a model
+    missing from one side leaves an empty slot there, so the two panels line up. `labels` renames the models."""
+    labels = dict(labels or {})
+    fig, axes = plt.subplots(1, 2, figsize=(max(7.0, 0.9 * len(models) * 2 + 2), 3.8), sharey=True)
+    mine = ours[(ours["dataset"] == our_dataset) & (ours["metric"] == metric)]
+    theirs = paper[(paper["dataset"] == paper_dataset) & (paper["metric"] == metric)]
+    x = np.arange(len(models))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, frame, name in ((axes[0], mine, f"ours: {our_dataset}"), (axes[1], theirs, f"paper: {paper_dataset}")):
+        for i, model in enumerate(models):
+            values = frame.loc[frame["model"] == model, "value"].astype(float).to_numpy()
+            if not len(values):
+                ax.text(i, 1, "n/a", ha="center", va="bottom", fontsize=8, color="grey")
+                continue
+            spread = values.std(ddof=1) if len(values) > 1 else None
+            ax.bar(i, values.mean(), 0.7, color=colors[i % len(colors)], yerr=spread, capsize=3)
+            if len(values) > 1:
+                ax.scatter(np.full(len(values), i), values, s=9, color="black", zorder=3)
+            ax.text(i, values.mean(), f"{values.mean():.1f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(x, [labels.get(m, m) for m in models], rotation=30, ha="right")
+        ax.set_title(name, fontsize=10)
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[0].set_ylabel(metric)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -33,6 +33,7 @@ from safetensors.torch import load_model, save_model
 from transformers import PreTrainedModel
 
 from ..meta import run_metadata
+from ..models.weights import quiet_loading
 from .distributed import all_gather_objects, barrier, get_rank, get_world_size, is_main_process
 
 _NAME = re.compile(r"^step-(\d+)$")
@@ -145,7 +146,8 @@ def _write(tmp: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer |
            scheduler: Any | None, rng_states: list[dict[str, Any]], state: dict[str, Any]) -> None:
     model = _unwrap(model)
     if isinstance(model, PreTrainedModel):
-        model.save_pretrained(tmp / "model")
+        with quiet_loading():  # no "Writing model shards" bar on stderr / in notebooks
+            model.save_pretrained(tmp / "model")
         state["model_format"] = "pretrained"
     else:
         save_model(model, str(tmp / "model.safetensors"))

@@ -15,6 +15,7 @@ following Hofstätter et al. 2020, early-stops on nDCG@10).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -32,9 +33,9 @@ from ..evaluation.reranking import RERANK_MEASURES, record_test_metrics, rerank_
 from ..io import atomic_dir
 from ..losses import softmax_ce
 from ..meta import run_metadata
-from ..models import CrossEncoderModel, build_model, default_device, load_tokenizer
+from ..models import CrossEncoderModel, build_model, default_device, load_tokenizer, quiet_loading
 from .config import CrossEncoderModelConfig, _help, register_kind
-from .loop import LoopConfig, TrainResult, run_training
+from .loop import LoopConfig, TrainResult, run_training, seed_everything
 from .reranking import GroupBatches, RerankingDataConfig, RerankingSet, passage_text, sample_group
 
 logger = logging.getLogger(__name__)
@@ -179,6 +180,7 @@ def train_cross_encoder(train_set: RerankingSet, dev_set: RerankingSet, loop: Lo
     if not isinstance(start_from, CrossEncoderModelConfig):
         start_from = CrossEncoderModelConfig(name_or_path=str(start_from))
     tokenizer = load_tokenizer(start_from.name_or_path)
+    seed_everything(loop.seed)  # the fresh score head's initialisation follows the run's seed
     model = build_model("cross-encoder", start_from.name_or_path, **start_from.overrides)
     batches = cross_encoder_batches(train_set, tokenizer, training.group_size, training.max_length,
                                     loop.batch_size, loop.seed)
@@ -291,20 +293,26 @@ class CrossEncoderRunConfig:
                               f"({self.data.candidates}): no query would have enough candidates")
 
 
-def run_cross_encoder(config: CrossEncoderRunConfig) -> TrainResult:
-    sets = config.data.load()
+def run_cross_encoder(config: CrossEncoderRunConfig, progress: bool = True) -> TrainResult:
+    """`progress=False` (the run cache passes it on): no progress bar, of ours or of transformers."""
+    with (contextlib.nullcontext() if progress else quiet_loading()):
+        return _run_cross_encoder(config, progress)
+
+
+def _run_cross_encoder(config: CrossEncoderRunConfig, progress: bool) -> TrainResult:
+    sets = config.data.load(progress=progress)
     train, dev = sets[config.data.train_split], sets[config.data.dev_split]
-    model, result = train_cross_encoder(train, dev, config.loop, config.training, config.model)
+    model, result = train_cross_encoder(train, dev, config.loop, config.training, config.model, progress=progress)
     tokenizer = load_tokenizer(config.model.name_or_path)
     model.to(default_device())
     cache = Path(config.teacher_cache or Path(config.loop.output_dir) / "teacher_scores")
     score_and_cache_teacher(model, tokenizer, train, cache, max_length=config.training.max_length,
-                            batch_size=config.training.eval_batch_size)
+                            batch_size=config.training.eval_batch_size, progress=progress)
     result.paths["teacher_scores"] = str(cache)
     if config.data.test_split:
         test = sets[config.data.test_split]
         scores = score_reranking_set(model, tokenizer, test, max_length=config.training.max_length,
-                                     batch_size=config.training.eval_batch_size)
+                                     batch_size=config.training.eval_batch_size, progress=progress)
         path = Path(config.loop.output_dir) / "test_metrics.json"
         record_test_metrics(path, test, scores, model="cross-encoder", best_step=result.best_step)
         result.paths["test_metrics"] = str(path)

@@ -27,6 +27,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -39,10 +40,10 @@ from transformers.models.bert.modeling_bert import BertEmbeddings
 from ..data.answers import AnswerMatcher
 from ..errors import ConfigError
 from ..evaluation.records import per_query_path
-from ..evaluation.reranking import record_test_metrics, rerank_metrics
+from ..evaluation.reranking import record_test_metrics, rerank_metrics, rerank_per_query
 from ..losses import (focal_loss, input_token_dropout, joint_loss, kl_distill, m3se, margin_mse, mlm_mask, mse,
                       rankdistil_b, softmax_ce, softmax_ce_distill)
-from ..models import CrossEncoderModel, DenseEncoder, default_device, load_model, load_tokenizer
+from ..models import CrossEncoderModel, DenseEncoder, default_device, load_model, load_tokenizer, quiet_loading
 from .config import ModelConfig, _help, register_kind
 from .cross_encoder import check_select_metric, score_and_cache_teacher
 from .loop import LoopConfig, TrainResult, run_training, unwrap_model
@@ -369,6 +370,18 @@ def evaluate_dual_encoder(model, tokenizer, rset: RerankingSet, training: Distil
                                                    batch_size=training.eval_batch_size), measures)
 
 
+def rerank_saved_model(path: str | Path, rset: RerankingSet, *, max_query_length: int = 32,
+                       max_passage_length: int = 192, batch_size: int = 64,
+                       measures: Sequence[str] = ("MRR@10", "nDCG@10")) -> dict[str, dict[str, float]]:
+    """Per-query re-ranking values ({measure: {query id: value}}) of a saved bi-encoder (any arch, or a plain
+    checkpoint name such as "default") on `rset`: what `test_per_query.csv` holds for a distilled student, for
+    models trained otherwise (the retriever trainer's DPR and TASER, the zero-shot default)."""
+    model = load_model(path).to(default_device()).eval()
+    scores = score_dual_encoder(model, load_tokenizer(path), rset, max_query_length=max_query_length,
+                                max_passage_length=max_passage_length, batch_size=batch_size)
+    return rerank_per_query(rset, scores, measures)
+
+
 # --- `taser train --config FILE` with `kind: distill` ----------------------------------------------------------
 
 @dataclass
@@ -402,23 +415,29 @@ class DistillRunConfig:
                               f"({self.data.candidates}): no query would have enough candidates")
 
 
-def load_teacher_scores(teacher: TeacherConfig, rset: RerankingSet):
+def load_teacher_scores(teacher: TeacherConfig, rset: RerankingSet, progress: bool = True):
     """The teacher's scores of `rset`'s candidates, from its cache or freshly scored (`score_and_cache_teacher`)."""
     model = load_model(teacher.model)
     if not isinstance(model, CrossEncoderModel):
         raise ConfigError(f"teacher.model {teacher.model} is a {type(model).__name__}, not a cross-encoder")
     cache = Path(teacher.cache) if teacher.cache else Path(teacher.model).resolve().parent / "teacher_scores"
     return score_and_cache_teacher(model.to(default_device()), load_tokenizer(teacher.model), rset, cache,
-                                   max_length=teacher.max_length, batch_size=teacher.batch_size)
+                                   max_length=teacher.max_length, batch_size=teacher.batch_size, progress=progress)
 
 
-def run_distill(config: DistillRunConfig) -> TrainResult:
-    sets = config.data.load()
+def run_distill(config: DistillRunConfig, progress: bool = True) -> TrainResult:
+    """`progress=False` (the run cache passes it on): no progress bar, of ours or of transformers."""
+    with (contextlib.nullcontext() if progress else quiet_loading()):
+        return _run_distill(config, progress)
+
+
+def _run_distill(config: DistillRunConfig, progress: bool) -> TrainResult:
+    sets = config.data.load(progress=progress)
     train, dev = sets[config.data.train_split], sets[config.data.dev_split]
-    teacher = load_teacher_scores(config.teacher, train) if config.training.needs_teacher else None
+    teacher = load_teacher_scores(config.teacher, train, progress) if config.training.needs_teacher else None
     model, result = train_distill(train, dev, config.loop, config.training, config.model,
                                   teacher.scores if teacher else None,
-                                  teacher_id=teacher.index["model_sha256"] if teacher else "")
+                                  teacher_id=teacher.index["model_sha256"] if teacher else "", progress=progress)
     if teacher:
         result.paths["teacher_scores"] = str(teacher.path)
     if config.data.test_split:

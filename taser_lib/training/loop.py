@@ -56,9 +56,11 @@ from ..io import atomic_dir, atomic_write_json, atomic_write_text
 from ..meta import run_metadata
 from ..models.card import write_model_card
 from ..models.precision import autocast, check_precision, resolve_precision
+from ..models.weights import quiet_loading
 from .checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
 from .distributed import all_gather_objects, all_reduce_mean, barrier, get_local_rank, is_distributed, \
     is_main_process
+from .usage import UsageMeter
 
 LossFn = Callable[[torch.nn.Module, Any], tuple[torch.Tensor, dict[str, float]]]
 EvalFn = Callable[[torch.nn.Module], dict[str, float]]
@@ -160,6 +162,7 @@ class TrainResult:
     final_step: int
     curve: list[dict[str, Any]] = field(default_factory=list)
     paths: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)  # `usage.UsageMeter.report`: step time, peak memory
 
 
 class NonFiniteLossError(TaserError):
@@ -339,7 +342,7 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _save_model(path: Path, model: torch.nn.Module, tokenizer: Any | None) -> None:
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path) as tmp, quiet_loading():  # no "Writing model shards" bar on stderr / in notebooks
         unwrap_model(model).save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
@@ -381,6 +384,7 @@ class _Trainer:
         if len(batches) < 1:
             raise ValueError("no training batches: the data holds fewer examples than one batch")
         self.total = total_steps(config, len(batches))
+        self.batches_per_epoch = len(batches)
 
         self.device = torch.device(f"cuda:{get_local_rank()}" if torch.cuda.is_available() else "cpu")
         seed_everything(config.seed)
@@ -534,8 +538,10 @@ class _Trainer:
         self.model.train()
         bar = tqdm(total=self.total, initial=self.step, desc="train", unit="step", disable=not self.progress,
                    dynamic_ncols=True)
+        self.meter = UsageMeter(self.device)
         while self.step < self.total:
-            loss, logs = self.train_step()
+            with self.meter:
+                loss, logs = self.train_step()
             self.window["loss"] += loss
             self.window["n"] += 1
             for k, v in logs.items():
@@ -561,8 +567,10 @@ class _Trainer:
                  "log": self.out / "log.jsonl", "final": self.out / "final", "result": self.out / "result.json"}
         if self.best_step is not None:
             paths["best"] = self.out / "best"
+        steps_per_epoch = math.ceil(self.batches_per_epoch / self.config.grad_accum)
+        usage = self.meter.report(steps_per_epoch) if getattr(self, "meter", None) else {}
         result = TrainResult(self.best_metric, self.best_step, self.step, self.curve,
-                             {k: str(v) for k, v in paths.items()})
+                             {k: str(v) for k, v in paths.items()}, usage)
         if is_main_process():
             _save_model(self.out / "final", self.model, self.tokenizer)
             atomic_write_json(self.out / "result.json", {**asdict(result), "select_metric": self.config.select_metric,

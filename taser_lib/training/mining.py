@@ -120,11 +120,11 @@ def train_with_mined_negatives(config: TrainConfig, *, progress: bool = True) ->
                            progress=progress)
 
 
-def run_retriever(config: TrainConfig) -> TrainResult:
+def run_retriever(config: TrainConfig, progress: bool = True) -> TrainResult:
     """`kind: retriever`: one training run, or both mining rounds when mining.enabled."""
     if config.mining.enabled:
-        return train_with_mined_negatives(config)
-    return train_retriever(config)
+        return train_with_mined_negatives(config, progress=progress)
+    return train_retriever(config, progress=progress)
 
 
 register_kind("retriever", TrainConfig, run_retriever)

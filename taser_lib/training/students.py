@@ -1,0 +1,65 @@
+"""Students of other sizes and other testbeds for the re-ranking runs of "In defense of dual-encoders"
+(`recipes.reranking_run(..., overrides=...)`).
+
+**Sizes** (Tables 4, 5; Figures 1, 3) are written as Turc et al.'s small BERTs are named, `"L-H"`: L transformer
+layers, embeddings of size H (the paper's students: 6-768, 6-128, 2-768). Two ways to get one:
+
+- `source="truncate"` (offline; the cpu and gpu profiles): the profile's model (the packaged MiniLM-L6-H384) keeps
+  its first L layers (`model.overrides.num_hidden_layers`) and gains a learned linear map of the pooled vector to H
+  dimensions (`model.overrides.projection_dim`; it starts as a random orthogonal map, so an H equal to the model's
+  hidden size starts as the untouched model). This stands in for a smaller BERT: the hidden width inside the layers
+  stays the model's own (384), only the depth and the embedding shrink. `L` may be left out (`"-128"`: every layer).
+- `source="hub"` (`full`): Turc et al.'s checkpoint `google/bert_uncased_L-{L}_H-{H}_A-{H/64}` (BERT's 64-dim heads),
+  which needs the network or a filled Hugging Face cache.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ConfigError
+
+SOURCES: tuple[str, ...] = ("truncate", "hub")
+TESTBEDS: tuple[str, ...] = ("squad-open", "wikiqa", "trecqa")
+_SIZE = re.compile(r"^\s*(\d*)\s*-\s*(\d+)\s*$")
+
+
+def parse_size(size: str) -> tuple[int | None, int]:
+    """"6-128" -> (6, 128); "-128" -> (None, 128): layers (None: all) and embedding size."""
+    match = _SIZE.match(str(size))
+    if not match:
+        raise ConfigError(f"a student size is 'L-H' (layers - embedding size, e.g. '6-128'), got {size!r}")
+    layers = int(match.group(1)) if match.group(1) else None
+    dim = int(match.group(2))
+    if (layers is not None and layers < 1) or dim < 1:
+        raise ConfigError(f"student size {size!r}: layers and embedding size must be >= 1")
+    return layers, dim
+
+
+def hub_name(size: str) -> str:
+    """Turc et al.'s checkpoint of this size: google/bert_uncased_L-{L}_H-{H}_A-{H/64}."""
+    layers, dim = parse_size(size)
+    if layers is None or dim % 64:
+        raise ConfigError(f"student size {size!r}: Turc et al.'s BERTs need L and an H that is a multiple of 64 "
+                          f"(L in 2..12, H in 128, 256, 512, 768)")
+    return f"google/bert_uncased_L-{layers}_H-{dim}_A-{dim // 64}"
+
+
+def size_overrides(size: str, source: str = "truncate") -> list[str]:
+    """Dotted overrides of a re-ranking student's config that make it a student of `size` (module docstring)."""
+    if source not in SOURCES:
+        raise ConfigError(f"student size source must be one of {SOURCES}, got {source!r}")
+    if source == "hub":
+        return [f"model.name_or_path={hub_name(size)}"]
+    layers, dim = parse_size(size)
+    out = [] if layers is None else [f"model.overrides.num_hidden_layers={layers}"]
+    return [*out, f"model.overrides.projection_dim={dim}"]
+
+
+def testbed_overrides(testbed: str) -> list[str]:
+    """The override that moves a re-ranking run (CA or student) to `testbed`: none for SQuAD-open (the configs'
+    own data, so its runs stay the cached runs every notebook shares), `data.dataset=<name>` for WikiQA / TrecQA
+    (their own candidate lists)."""
+    if testbed not in TESTBEDS:
+        raise ConfigError(f"testbed must be one of {TESTBEDS}, got {testbed!r}")
+    return [] if testbed == "squad-open" else [f"data.dataset={testbed}"]

@@ -1,0 +1,47 @@
+"""Student sizes and testbeds of the DE re-ranking runs (taser_lib.training.students)."""
+
+from __future__ import annotations
+
+import pytest
+
+from taser_lib.errors import ConfigError
+from taser_lib.training.config import load_config
+from taser_lib.training.cache import resolve_config
+from taser_lib.training.students import hub_name, parse_size, size_overrides
+from taser_lib.training.students import testbed_overrides as overrides_for_testbed
+
+
+def test_parse_size_reads_layers_and_embedding_size():
+    assert parse_size("6-128") == (6, 128)
+    assert parse_size(" 2 - 768 ") == (2, 768)
+    assert parse_size("-64") == (None, 64)
+    for bad in ["128", "6x128", "0-128", "6-0", ""]:
+        with pytest.raises(ConfigError):
+            parse_size(bad)
+
+
+def test_truncate_keeps_layers_and_projects_the_embedding():
+    assert size_overrides("2-384") == ["model.overrides.num_hidden_layers=2", "model.overrides.projection_dim=384"]
+    assert size_overrides("-64") == ["model.overrides.projection_dim=64"]
+
+
+def test_hub_names_turc_et_al_checkpoints():
+    assert hub_name("6-128") == "google/bert_uncased_L-6_H-128_A-2"
+    assert hub_name("2-768") == "google/bert_uncased_L-2_H-768_A-12"
+    assert size_overrides("6-512", source="hub") == ["model.name_or_path=google/bert_uncased_L-6_H-512_A-8"]
+    with pytest.raises(ConfigError):
+        hub_name("6-100")
+    with pytest.raises(ConfigError):
+        size_overrides("6-128", source="nowhere")
+
+
+def test_overrides_resolve_on_the_distill_config():
+    from taser_lib.training.cache import repository_root
+    config = load_config(repository_root() / "configs" / "squad_open_distill.yaml")
+    resolved = resolve_config(config, overrides=size_overrides("2-64") + overrides_for_testbed("wikiqa"))
+    assert resolved.model.overrides["num_hidden_layers"] == 2
+    assert resolved.model.overrides["projection_dim"] == 64
+    assert resolved.data.dataset == "wikiqa"
+    assert overrides_for_testbed("squad-open") == []
+    with pytest.raises(ConfigError):
+        overrides_for_testbed("msmarco")
