@@ -24,12 +24,10 @@ questions, both by DPR's answer matching, in percent. A question the run lacks c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import nullcontext
 
 from ..data.answers import AnswerMatcher
 from ..data.types import Dataset, Run
 from ..retrieval.bm25 import BM25Index
-from ..retrieval.dense import DenseIndex, dense_search, encode_corpus
 from ..retrieval.streamed import StreamedCorpus
 from .answer_recall import answer_hits, macro_micro_accuracy
 from .seeded import Key, SeededModels
@@ -45,27 +43,8 @@ def dense_runs(models: SeededModels, dataset: Dataset, k: int = 100, query_lengt
     on-disk shards per encoder); one with passages encodes them here, one model at a time, and lets the vectors go
     (module docstring), unless `keep_vectors`: then they stay in `models` (`SeededModels.index`) for the next
     dataset with the same passages (SQuAD-open's dev and test)."""
-    streamed = not dataset.corpus
-    if streamed and corpus is None:
-        raise ValueError(f"{dataset.name}: the dataset has no passages; pass corpus= (a StreamedCorpus) to retrieve "
-                         f"from")
-    out: dict[Key, Run] = {}
-    for label, seed in models.keys():
-        if labels is not None and label not in labels:
-            continue
-        encoder = models.encoder(label, seed)
-        if streamed:
-            index = corpus.dense(encoder)
-        elif keep_vectors:
-            index = models.index(label, seed, dataset)
-        else:
-            ids, vectors = encode_corpus(encoder, dataset.corpus)
-            index = DenseIndex.from_embeddings(vectors, ids)
-            del vectors
-        with (encoder.query_length(query_length) if query_length else nullcontext()):
-            out[(label, seed)] = dense_search(encoder, index, dataset.queries, k=k)
-        del index
-    return out
+    return models.runs(dataset, k=k, query_length=query_length, labels=labels, corpus=corpus,
+                       keep_vectors=keep_vectors)
 
 
 def bm25_run(dataset: Dataset, k: int = 100, corpus: StreamedCorpus | None = None) -> Run:

@@ -19,7 +19,7 @@ retrieve from one corpus, so its passages are encoded once per model.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from ..data.types import Dataset, Run
 from ..models import load_encoder
 from ..retrieval.dense import DenseIndex, dense_search, encode_corpus
 from ..retrieval.hybrid import fuse
+from ..retrieval.streamed import StreamedCorpus
 from .answer_recall import KS
 from .baselines import score_runs, score_runs_per_query
 
@@ -64,15 +65,32 @@ class SeededModels:
         return DenseIndex.from_embeddings(emb, ids)
 
     def runs(self, dataset: Dataset, k: int = 100, query_length: int | None = None,
-             labels: list[str] | None = None) -> dict[Key, Run]:
-        """Top-k dense runs of every (model, seed) over `dataset`'s corpus; `query_length` cuts the queries."""
+             labels: Sequence[str] | None = None, corpus: StreamedCorpus | None = None,
+             keep_vectors: bool = True) -> dict[Key, Run]:
+        """Top-k dense runs of every (model, seed) (or of `labels` only) over `dataset`'s corpus; `query_length`
+        cuts the queries. A dataset without passages retrieves from `corpus` (a StreamedCorpus: its on-disk shards
+        per encoder). `keep_vectors=False` encodes the passages one model at a time and lets the vectors go (large
+        corpora) instead of keeping them for the next split with the same passages."""
+        streamed = not dataset.corpus
+        if streamed and corpus is None:
+            raise ValueError(f"{dataset.name}: the dataset has no passages; pass corpus= (a StreamedCorpus) to "
+                             f"retrieve from")
         out = {}
         for label, seed in self.keys():
             if labels is not None and label not in labels:
                 continue
             encoder = self.encoder(label, seed)
+            if streamed:
+                index = corpus.dense(encoder)
+            elif keep_vectors:
+                index = self.index(label, seed, dataset)
+            else:
+                ids, vectors = encode_corpus(encoder, dataset.corpus)
+                index = DenseIndex.from_embeddings(vectors, ids)
+                del vectors
             with (encoder.query_length(query_length) if query_length else nullcontext()):
-                out[(label, seed)] = dense_search(encoder, self.index(label, seed, dataset), dataset.queries, k=k)
+                out[(label, seed)] = dense_search(encoder, index, dataset.queries, k=k)
+            del index
         return out
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ConfigError
+from .capacity import turc_checkpoint
 
 SOURCES: tuple[str, ...] = ("truncate", "hub")
 TESTBEDS: tuple[str, ...] = ("squad-open", "wikiqa", "trecqa")
@@ -39,10 +40,9 @@ def parse_size(size: str) -> tuple[int | None, int]:
 def hub_name(size: str) -> str:
     """Turc et al.'s checkpoint of this size: google/bert_uncased_L-{L}_H-{H}_A-{H/64}."""
     layers, dim = parse_size(size)
-    if layers is None or dim % 64:
-        raise ConfigError(f"student size {size!r}: Turc et al.'s BERTs need L and an H that is a multiple of 64 "
-                          f"(L in 2..12, H in 128, 256, 512, 768)")
-    return f"google/bert_uncased_L-{layers}_H-{dim}_A-{dim // 64}"
+    if layers is None:
+        raise ConfigError(f"student size {size!r}: Turc et al.'s BERTs need L (L in 2..12, H in 128, 256, 512, 768)")
+    return turc_checkpoint(layers, dim)
 
 
 def size_overrides(size: str, source: str = "truncate") -> list[str]:
