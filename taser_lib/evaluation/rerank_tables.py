@@ -31,7 +31,7 @@ from ..data.types import Dataset, Run
 from .answer_recall import answer_hits, hits_at_k
 from .baselines import is_qa
 from .metrics import per_query
-from .seeded import seed_sources
+from .seeded import seed_labels, seed_sources
 from .seeds import summarise_seeds
 from .significance import compare_systems
 
@@ -66,10 +66,7 @@ def _by(frame: pd.DataFrame, by: Sequence[str]) -> list[str]:
 
 
 def _seed_key(frame: pd.DataFrame) -> pd.Series:
-    if "seed" not in frame.columns:
-        return pd.Series("none", index=frame.index)
-    return pd.Series(["none" if pd.isna(s) else str(int(s)) if isinstance(s, float) else str(s)
-                      for s in frame["seed"]], index=frame.index)
+    return seed_labels(frame["seed"]) if "seed" in frame.columns else pd.Series("none", index=frame.index)
 
 
 def seed_means(frame: pd.DataFrame, by: Sequence[str] = BY) -> pd.DataFrame:

@@ -137,11 +137,11 @@ def seed_sources(per_query, metric: str | None = None, dataset: str | None = Non
     out: dict[str, list[dict]] = {}
     for model, rows in frame.groupby("model", sort=False):
         out[model] = [{m: dict(zip(g["query_id"], g["value"].astype(float))) for m, g in by_seed.groupby("metric")}
-                      for _, by_seed in rows.groupby(_seed_labels(rows["seed"]), sort=True)]
+                      for _, by_seed in rows.groupby(seed_labels(rows["seed"]), sort=True)]
     return out
 
 
-def _seed_labels(seeds: pd.Series) -> pd.Series:
+def seed_labels(seeds: pd.Series) -> pd.Series:
     """Seeds as strings, a model without seeds (None / NaN) as "none": pandas would drop a NaN group."""
     return pd.Series(["none" if pd.isna(s) else str(int(s)) if isinstance(s, float) else str(s) for s in seeds],
                      index=seeds.index)
