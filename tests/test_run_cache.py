@@ -74,6 +74,7 @@ def test_second_call_reuses_the_finished_run(setup, tmp_path, counter, capsys, m
     for name in ("config.yaml", "fingerprint.json", "finished.json", "curve.jsonl"):
         assert (first.dir / name).is_file(), name
     assert first.result["final_step"] == STEPS and first.model_path == first.dir / "best"
+    assert not (first.dir / "checkpoints").exists(), "a finished run keeps its models, not its resumable state"
     assert first.train_result.best_step == first.result["best_step"]
     assert type(first.load()).__name__ == "TaserModel"
 

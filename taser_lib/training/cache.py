@@ -20,7 +20,8 @@ Runs live in `<runs_root>/<kind>-<hash12>/`: the trainer's own layout (checkpoin
 `runs/cache` at the root of the taser repository when the working directory lies inside it (notebooks run in
 notebooks/ and the CLI at the root: both find the same folder), else ~/.cache/taser/runs.
 
-- A finished run is reused: no training; "reusing finished run <dir>" is printed.
+- A finished run is reused: no training; "reusing finished run <dir>" is printed. Its resumable checkpoints are
+  deleted when it finishes (the selected and final models stay): a smoke CI run trains dozens of runs.
 - A run without `finished.json` (killed mid-way) resumes from its newest checkpoint (the loop's resume), under the
   config it was started with (its checkpoint and log settings win over a new caller's).
 - `force=True`, or $TASER_FORCE_RETRAIN, retrains a finished run from scratch into the same folder (the key does not
@@ -461,10 +462,20 @@ def trained_run(config: Any, *, seed: int | None = None, overrides: Sequence[str
                 **dataclasses.asdict(result), "select_metric": config.loop.select_metric, "output_dir": str(run_dir),
                 "finished_at": time.time(), "metadata": run_metadata()})
             refresh_model_cards(run_dir)  # the models' README.md, now with the selection and test metrics
+            _drop_checkpoints(run_dir)
             for old in _previous(run_dir):
                 shutil.rmtree(old, ignore_errors=True)
         barrier()
         return _finished_run(run_dir, key, config, reused=False)
+
+
+def _drop_checkpoints(run_dir: Path) -> None:
+    """A finished run is reused, never resumed (a forced retrain starts from scratch), so its resumable
+    checkpoints (weights plus AdamW state, about 3x the model each, `loop.keep_last` of them, per mining round)
+    go once `finished.json` is written; the selected and final models stay."""
+    for folder in sorted(run_dir.rglob("checkpoints")):
+        if folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _saved_config(run_dir: Path, fallback: Any) -> Any:
