@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from taser_lib.errors import ConfigError
@@ -36,8 +38,7 @@ def test_hub_names_turc_et_al_checkpoints():
 
 
 def test_overrides_resolve_on_the_distill_config():
-    from taser_lib.training.cache import repository_root
-    config = load_config(repository_root() / "configs" / "squad_open_distill.yaml")
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "squad_open_distill.yaml")
     resolved = resolve_config(config, overrides=size_overrides("2-64") + overrides_for_testbed("wikiqa"))
     assert resolved.model.overrides["num_hidden_layers"] == 2
     assert resolved.model.overrides["projection_dim"] == 64
