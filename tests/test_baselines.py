@@ -54,6 +54,16 @@ def test_per_query_rows_pair_every_query_and_average_to_the_aggregate():
         assert sum(by_model[model].values()) / 2 == score_run(toy, run, ks=(20,))["R@20"]
 
 
+def test_per_query_rows_at_several_depths_average_to_each_aggregate():
+    toy = _toy_qa()
+    run = {"q1": {"b": 3.0, "a": 2.0, "c": 1.0}, "q2": {"b": 5.0, "a": 1.0}}  # q1's answer at rank 2, q2's at 1
+    rows = score_runs_per_query(toy, {"mine": run}, recall_at=(1, 2))
+    by_metric = {m: {r["query_id"]: r["value"] for r in rows if r["metric"] == m} for m in ("R@1", "R@2")}
+    assert by_metric == {"R@1": {"q1": 0.0, "q2": 100.0}, "R@2": {"q1": 100.0, "q2": 100.0}}
+    for k in (1, 2):
+        assert sum(by_metric[f"R@{k}"].values()) / 2 == score_run(toy, run, ks=(k,))[f"R@{k}"]
+
+
 def test_per_query_rows_of_a_qrels_set_average_to_ndcg(shared_data, tmp_path):
     full = load_dataset("cranfield", data_dir=tmp_path, mirror=shared_data)
     part = slice_dataset(full, n_queries=10, n_docs=200, seed=3)

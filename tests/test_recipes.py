@@ -52,6 +52,17 @@ def test_reranking_overrides_size_teacher_and_students():
         reranking_overrides(PARAMS, "retriever")
 
 
+def test_the_teacher_can_train_on_more_questions_than_its_students():
+    sized = {**PARAMS, "cross_encoder_model": "default", "teacher_n_train": 80}
+    ca = reranking_overrides(sized, "cross-encoder")
+    assert "data.train_queries=80" in ca and "loop.max_steps=__steps__:80" in ca
+    student = reranking_overrides(sized, "distill")
+    assert "data.train_queries=24" in student and "loop.max_steps=__steps__:24" in student
+    unset = {**PARAMS, "cross_encoder_model": "default", "teacher_n_train": None}
+    assert reranking_overrides(unset, "cross-encoder") == reranking_overrides(
+        {**PARAMS, "cross_encoder_model": "default"}, "cross-encoder")  # None keeps the cached teacher's key
+
+
 def test_library_variants_name_existing_configs():
     variants = load_variants()
     assert {"dpr", "taser", "shared", "seq-r-2", "tok-r-4"} <= set(variants)

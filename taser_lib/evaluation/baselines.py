@@ -131,22 +131,27 @@ def score_runs(dataset: Dataset, runs: Mapping[str, Run], ks: Sequence[int] = KS
             for model, run in runs.items() for metric, value in score_run(dataset, run, ks).items()]
 
 
-def score_runs_per_query(dataset: Dataset, runs: Mapping[str, Run], label: str | None = None) -> list[dict]:
+def score_runs_per_query(dataset: Dataset, runs: Mapping[str, Run], label: str | None = None, *,
+                         recall_at: Sequence[int] = (20,)) -> list[dict]:
     """Long per-query rows (model, dataset, split, metric, query_id, value) of the selection metric, in percent:
-    R@20 by answer matching for QA sets, nDCG@10 over the judged queries otherwise. Every query of the dataset
-    (QA) or of its judgments gets a row for every run, so two runs pair query by query in a significance test."""
+    R@K by answer matching for QA sets (one metric per K of `recall_at`; the selection metric is R@20), nDCG@10
+    over the judged queries otherwise. Every query of the dataset (QA) or of its judgments gets a row for every
+    run, so two runs pair query by query in a significance test."""
     name = label or dataset.name
-    metric = selection_metric(dataset)
     rows = []
     for model, run in runs.items():
         if is_qa(dataset):
-            hits = answer_hits(AnswerMatcher(dataset.corpus), dataset.queries, run, 20, progress=False)
-            values = hits_at_k(hits, 20)
-            values = {q: values.get(q, 0.0) for q in dataset.queries}  # a query missing from the run scores 0
+            hits = answer_hits(AnswerMatcher(dataset.corpus), dataset.queries, run, max(recall_at), progress=False)
+            by_metric = {}
+            for k in recall_at:
+                values = hits_at_k(hits, k)
+                by_metric[f"R@{k}"] = {q: values.get(q, 0.0) for q in dataset.queries}  # missing from the run: 0
         else:
+            metric = selection_metric(dataset)
             judged = {q: d for q, d in dataset.qrels.items() if any(g > 0 for g in d.values())}
             values = per_query(run, judged, [metric])[metric]
-            values = {q: values.get(q, 0.0) for q in judged}
-        rows += [{"model": model, "dataset": name, "split": dataset.split, "metric": metric, "query_id": q,
-                  "value": 100 * v} for q, v in sorted(values.items())]
+            by_metric = {metric: {q: values.get(q, 0.0) for q in judged}}
+        for metric, values in by_metric.items():
+            rows += [{"model": model, "dataset": name, "split": dataset.split, "metric": metric, "query_id": q,
+                      "value": 100 * v} for q, v in sorted(values.items())]
     return rows

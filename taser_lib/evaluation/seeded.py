@@ -110,13 +110,14 @@ def score_seeded_runs(dataset: Dataset, runs: Mapping[Key, Run], ks=KS, label: s
 
 
 def score_seeded_runs_per_query(dataset: Dataset, runs: Mapping[Key, Run], label: str | None = None, *,
-                                average: bool = True) -> list[dict]:
-    """Per-query rows (model, dataset, split, metric, query_id, value) of the selection metric, the value being
-    the mean over the model's seeds (module docstring), with `seeds`: how many runs were averaged. `average=False`:
-    one row per seed instead (column `seed`), what `seed_sources` reads."""
+                                average: bool = True, recall_at: Sequence[int] = (20,)) -> list[dict]:
+    """Per-query rows (model, dataset, split, metric, query_id, value) of the selection metric (QA sets: R@K for
+    each K of `recall_at`), the value being the mean over the model's seeds (module docstring), with `seeds`: how
+    many runs were averaged. `average=False`: one row per seed instead (column `seed`), what `seed_sources` reads."""
     rows = []
     for (model, seed), run in runs.items():
-        rows += [{**row, "seed": seed} for row in score_runs_per_query(dataset, {model: run}, label=label)]
+        rows += [{**row, "seed": seed}
+                 for row in score_runs_per_query(dataset, {model: run}, label=label, recall_at=recall_at)]
     frame = pd.DataFrame(rows)
     if frame.empty or not average:
         return rows

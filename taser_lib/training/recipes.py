@@ -155,7 +155,8 @@ def reranking_overrides(params: Mapping[str, Any], kind: str) -> list[str]:
     """Dotted overrides of a `cross-encoder` or `distill` config for a profile's parameters:
     - `n_train` training questions (`data.train_queries`), each with the config's group of candidates, over `epochs`
       epochs: `loop.max_steps = ceil(n_train * epochs / batch_size)` at the config's own batch size (questions per
-      step: a CA step costs group_size pairs per question);
+      step: a CA step costs group_size pairs per question); the CA takes `teacher_n_train` instead when it is set
+      (a teacher trained on more questions than the students a CPU budget allows; null: `n_train`);
     - `n_queries` caps the dev and test queries re-ranked (null: the config's dev sample, every test query);
     - the CA starts from `cross_encoder_model`, a student from `model` (with the profile's pooling, as
       `profile_overrides`); precision and the lengths as the profile says (a CA input holds query and passage, and
@@ -181,6 +182,8 @@ def reranking_overrides(params: Mapping[str, Any], kind: str) -> list[str]:
             pair = int(params["max_passage_length"]) + int(params.get("max_query_length") or 32)
             out.append(f"teacher.max_length={pair}")
     n_train = params.get("n_train")
+    if kind == "cross-encoder" and params.get("teacher_n_train") is not None:
+        n_train = params["teacher_n_train"]  # the teacher may train on more questions than its students
     out.append(f"data.train_queries={'null' if n_train is None else int(n_train)}")
     if params.get("n_queries") is not None:
         out += [f"data.dev_queries={int(params['n_queries'])}", f"data.test_queries={int(params['n_queries'])}"]
