@@ -160,6 +160,32 @@ def test_bi_encoder_scores_are_its_similarities_and_cached(tiny_models, tmp_path
     assert all(np.array_equal(again[q], got[q]) for q in got)
 
 
+def test_a_one_vector_student_encodes_each_distinct_passage_once(tiny_models, monkeypatch):
+    from taser_lib.models import DenseEncoder
+    from taser_lib.training.distill import score_dual_encoder
+    rset = toy_set()  # d0 is a candidate of q0 and of q3; here of q1 too
+    rset.candidates["q1"][1] = "d0"
+    model, tokenizer = load_model(tiny_models["de"]).eval(), load_tokenizer(tiny_models["de"])
+    seen, original = [], DenseEncoder.represent_passages
+
+    def counting(self, passages, batch_size=None):
+        seen.extend(passages)
+        return original(self, passages, batch_size)
+
+    monkeypatch.setattr(DenseEncoder, "represent_passages", counting)
+    got = score_dual_encoder(model, tokenizer, rset, max_query_length=16, max_passage_length=24,
+                             chunk_passages=3)  # ColBERT's chunks would hold one query each here
+    distinct = {d for docs in rset.candidates.values() for d in docs}
+    assert len(distinct) < sum(len(docs) for docs in rset.candidates.values())
+    assert len(seen) == 1 + len(distinct)  # a one-passage probe (one vector or token vectors?), then each once
+    encoder = DenseEncoder(model, tokenizer, max_query_length=16, max_passage_length=24, device="cpu")
+    with torch.inference_mode():  # each query against its own candidates, encoded on their own
+        for q, docs in rset.candidates.items():
+            want = model.compute_similarity(encoder.represent_queries([rset.queries[q].text]),
+                                            original(encoder, [rset.corpus[d] for d in docs]))[0]
+            assert np.allclose(got[q], want.float().numpy(), atol=1e-5), q
+
+
 def test_scoring_settings_follow_the_run_kind():
     ca = SimpleNamespace(kind="cross-encoder", training=SimpleNamespace(max_length=224, eval_batch_size=32))
     de = SimpleNamespace(kind="distill", training=SimpleNamespace(max_query_length=32, max_passage_length=192,
