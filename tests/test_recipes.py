@@ -4,6 +4,8 @@ notebook asking for a model at one profile and seed gets the same cached run; an
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import yaml
 from training_helpers import make_tiny_bert, tiny_config, write_squad_sample, write_yaml
@@ -52,15 +54,24 @@ def test_reranking_overrides_size_teacher_and_students():
         reranking_overrides(PARAMS, "retriever")
 
 
-def test_the_teacher_can_train_on_more_questions_than_its_students():
-    sized = {**PARAMS, "cross_encoder_model": "default", "teacher_n_train": 80}
-    ca = reranking_overrides(sized, "cross-encoder")
-    assert "data.train_queries=80" in ca and "loop.max_steps=__steps__:80" in ca
-    student = reranking_overrides(sized, "distill")
-    assert "data.train_queries=24" in student and "loop.max_steps=__steps__:24" in student
-    unset = {**PARAMS, "cross_encoder_model": "default", "teacher_n_train": None}
-    assert reranking_overrides(unset, "cross-encoder") == reranking_overrides(
-        {**PARAMS, "cross_encoder_model": "default"}, "cross-encoder")  # None keeps the cached teacher's key
+def test_the_teacher_takes_its_own_sizes(monkeypatch):
+    from taser_lib.training import recipes
+    calls = []
+    monkeypatch.setattr(recipes, "trained_run", lambda path, seed, overrides, **kw: calls.append(overrides) or path)
+    sized = {**PARAMS, "cross_encoder_model": "default", "n_queries": 500,
+             "teacher": {"n_train": 80, "n_queries": None}}
+    recipes.reranking_run("ca", 13, sized)
+    ca = calls[-1]
+    assert "data.train_queries=80" in ca and "data.test_queries=null" in ca  # the teacher's own sizes
+    assert not any(o.startswith("data.dev_queries") for o in ca)
+    teacher = SimpleNamespace(model_path="/runs/ca/best")
+    recipes.reranking_run("de-softmax-ce", 13, sized, teacher=teacher)
+    student = calls[-1]
+    assert "data.train_queries=24" in student and "data.test_queries=500" in student
+    assert "data.dev_queries=40" in student  # capped at the config's own dev sample
+    assert "loop.max_steps=6" in student  # ceil(24 questions / 4 per step)
+    recipes.reranking_run("de-softmax-ce", 13, {**sized, "n_queries": 10}, teacher=teacher)
+    assert "data.dev_queries=10" in calls[-1]
 
 
 def test_library_variants_name_existing_configs():

@@ -155,9 +155,9 @@ def reranking_overrides(params: Mapping[str, Any], kind: str) -> list[str]:
     """Dotted overrides of a `cross-encoder` or `distill` config for a profile's parameters:
     - `n_train` training questions (`data.train_queries`), each with the config's group of candidates, over `epochs`
       epochs: `loop.max_steps = ceil(n_train * epochs / batch_size)` at the config's own batch size (questions per
-      step: a CA step costs group_size pairs per question); the CA takes `teacher_n_train` instead when it is set
-      (a teacher trained on more questions than the students a CPU budget allows; null: `n_train`);
-    - `n_queries` caps the dev and test queries re-ranked (null: the config's dev sample, every test query);
+      step: a CA step costs group_size pairs per question);
+    - `n_queries` caps the dev and test queries re-ranked (the dev sample at most the config's own; null: the
+      config's dev sample, every test query);
     - the CA starts from `cross_encoder_model`, a student from `model` (with the profile's pooling, as
       `profile_overrides`); precision and the lengths as the profile says (a CA input holds query and passage, and
       a student's teacher scores its pairs at that same length, so the CA's own score cache is the one read)."""
@@ -182,11 +182,9 @@ def reranking_overrides(params: Mapping[str, Any], kind: str) -> list[str]:
             pair = int(params["max_passage_length"]) + int(params.get("max_query_length") or 32)
             out.append(f"teacher.max_length={pair}")
     n_train = params.get("n_train")
-    if kind == "cross-encoder" and params.get("teacher_n_train") is not None:
-        n_train = params["teacher_n_train"]  # the teacher may train on more questions than its students
     out.append(f"data.train_queries={'null' if n_train is None else int(n_train)}")
     if params.get("n_queries") is not None:
-        out += [f"data.dev_queries={int(params['n_queries'])}", f"data.test_queries={int(params['n_queries'])}"]
+        out += [f"data.dev_queries=__cap__:{int(params['n_queries'])}", f"data.test_queries={int(params['n_queries'])}"]
     else:
         out.append("data.test_queries=null")
     out.append(f"loop.epochs={float(params.get('epochs', 1))}")
@@ -202,21 +200,29 @@ def reranking_run(name: str, seed: int, params: Mapping[str, Any], *, teacher: C
                   configs_dir: str | Path | None = None, progress: bool = True) -> CachedRun:
     """The finished run of re-ranking entry `name` (variants.yaml `reranking`) at this profile and seed: the CA
     teacher (`ca`) or a student distilled from `teacher` (a finished `ca` run; needed by every loss but one_hot
-    and focal, and passed for those too so that a student's groups are the teacher's candidates)."""
+    and focal, and passed for those too so that a student's groups are the teacher's candidates).
+    `params["teacher"]`: the CA's own sizes where they differ from its students' (e.g. `{"n_train": 2000,
+    "n_queries": None}`: a teacher trained on more questions than a CPU budget allows each student, and scored on
+    every test question)."""
     from .config import load_config
 
     v = variant(name, section="reranking")
     path = v.config_path(configs_dir)
-    kind = load_config(path).kind
-    sets = [*v.overrides(), *reranking_overrides(params, kind)]
+    config = load_config(path)
+    if config.kind == "cross-encoder":
+        params = {**params, **(params.get("teacher") or {})}
+    sets = [*v.overrides(), *reranking_overrides(params, config.kind)]
     resolved = []
-    for item in sets:  # the step count needs the config's own batch size
+    for item in sets:  # the step count and the dev cap need the config's own batch size and dev sample
         key, _, value = item.partition("=")
         if value.startswith("__steps__:"):
-            batch = int(_override_value(sets, "loop.batch_size") or load_config(path).loop.batch_size)
+            batch = int(_override_value(sets, "loop.batch_size") or config.loop.batch_size)
             value = str(max(1, math.ceil(int(value.split(":")[1]) * float(params.get("epochs", 1)) / batch)))
+        elif value.startswith("__cap__:"):
+            own = config.data.dev_queries
+            value = str(int(value.split(":")[1]) if own is None else min(int(value.split(":")[1]), own))
         resolved.append(f"{key}={value}")
-    if kind == "distill":
+    if config.kind == "distill":
         if teacher is None:
             raise ConfigError(f"{name}: a distilled student needs teacher= (the finished `ca` run)")
         resolved += [f"teacher.model={teacher.model_path}"]
