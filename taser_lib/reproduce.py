@@ -250,6 +250,28 @@ _FORCE_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
+def _threads_per_kernel(jobs: int):
+    """With `jobs` kernels at a time, each gets an equal share of this machine's cores as OMP_NUM_THREADS and
+    MKL_NUM_THREADS (which the kernels inherit): two kernels of a 2-core machine each using both cores run several
+    times slower than one core each. Thread counts the caller set are kept."""
+    if jobs <= 1 or any(os.environ.get(v) for v in THREAD_ENVS):
+        yield
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    share = str(max(1, cores // jobs))
+    for var in THREAD_ENVS:
+        os.environ[var] = share
+    try:
+        yield
+    finally:
+        for var in THREAD_ENVS:
+            os.environ.pop(var, None)
+
+
+THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
 def _force_retrain(on: bool):
     """TASER_FORCE_RETRAIN=<now> in this process's environment, which the kernels started meanwhile inherit; nested
     and parallel users share the first one's time (as `training.cache.force_retrain_env()` writes it)."""
@@ -501,7 +523,7 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
             return NotebookRun(path.stem, "failed", (time.time() - started) / 60, f"{type(err).__name__}: {err}")
 
     work = list(enumerate(notebooks, 1))
-    with _force_retrain(force):  # one retrain time for every notebook of this run
+    with _force_retrain(force), _threads_per_kernel(jobs):  # one retrain time for every notebook of this run
         if jobs == 1:
             runs = [one(item) for item in work]
         else:

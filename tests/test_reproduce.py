@@ -391,3 +391,26 @@ def test_cli_reports_user_errors(tmp_path, capsys):
     assert "unknown profile 'nonesuch'" in capsys.readouterr().err
     assert main(["book", "--root", str(tmp_path)]) == 2
     assert "_config.yml is missing" in capsys.readouterr().err
+
+
+THREADS_PROBE = """import os
+from taser_lib.results import save_result
+save_result(results_dir, "threads", {"omp": os.environ.get("OMP_NUM_THREADS"), "mkl": os.environ.get("MKL_NUM_THREADS")})
+"""
+
+
+def test_parallel_kernels_share_the_cores(tmp_path, monkeypatch):
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    root = tmp_path / "proj"
+    for name in ("one", "two"):
+        write_notebook(root / "notebooks" / f"{name}.ipynb", THREADS_PROBE)
+    results = tmp_path / "results"
+    assert reproduce("smoke", root=root, results_root=results, book=False, jobs=2) == 0
+    for name in ("one", "two"):  # 4 cores, 2 kernels at a time: 2 threads each
+        assert load_result(results / "smoke" / name, "threads") == {"omp": "2", "mkl": "2"}
+    assert "OMP_NUM_THREADS" not in os.environ  # restored after the run
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the caller's choice is kept
+    assert reproduce("smoke", root=root, results_root=results, book=False, jobs=2, force=True) == 0
+    assert load_result(results / "smoke" / "one", "threads")["omp"] == "3"
