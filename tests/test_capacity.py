@@ -6,23 +6,20 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import AutoModel, BertConfig, BertModel
+from transformers import AutoModel, BertModel
+from training_helpers import SMALL_VOCAB_BERT, save_small_vocab_bert
 
 from taser_lib.errors import ConfigError
 from taser_lib.models import CrossEncoderModel, DPRModel, TaserModel, build_model, check_overrides, load_model
 from taser_lib.models.export import architecture
 from taser_lib.training.config import ModelConfig
 
-TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=64,
-            max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+TINY = dict(SMALL_VOCAB_BERT, num_hidden_layers=4)
 
 
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory):
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny-bert")
-    BertModel(BertConfig(**TINY), add_pooling_layer=False).save_pretrained(path)
-    return path
+    return save_small_vocab_bert(tmp_path_factory.mktemp("tiny-bert"), TINY["num_hidden_layers"])
 
 
 @pytest.fixture(autouse=True)

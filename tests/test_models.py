@@ -12,6 +12,8 @@ import torch
 from transformers import BertConfig, BertModel
 
 from training_helpers import assert_entropy_moved
+from training_helpers import SMALL_VOCAB_BERT, save_small_vocab_bert
+
 from taser_lib.errors import ConfigError, OfflineError, TaserError
 from taser_lib.models import (
     CrossEncoderModel, DPRModel, TaserConfig, TaserModel, build_model, from_microsoft_naming,
@@ -19,16 +21,12 @@ from taser_lib.models import (
     to_microsoft_naming,
 )
 
-TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=6, num_attention_heads=4, intermediate_size=64,
-            max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+TINY = dict(SMALL_VOCAB_BERT, num_hidden_layers=6)
 
 
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory):
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny-bert")
-    BertModel(BertConfig(**TINY), add_pooling_layer=False).save_pretrained(path)
-    return path
+    return save_small_vocab_bert(tmp_path_factory.mktemp("tiny-bert"), TINY["num_hidden_layers"])
 
 
 def batch(n=3, length=7, seed=1):

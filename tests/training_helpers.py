@@ -23,6 +23,19 @@ TINY_BERT = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=3, num_atte
                  max_position_embeddings=160)
 
 
+# a 100-token vocabulary and no tokenizer: for the shapes and parameter counts of the model classes
+SMALL_VOCAB_BERT = dict(vocab_size=100, hidden_size=32, num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def save_small_vocab_bert(path: Path, num_hidden_layers: int, seed: int = 0) -> Path:
+    """A seeded random BERT of SMALL_VOCAB_BERT's shape with `num_hidden_layers` layers, saved to `path`."""
+    torch.manual_seed(seed)
+    BertModel(BertConfig(**SMALL_VOCAB_BERT, num_hidden_layers=num_hidden_layers),
+              add_pooling_layer=False).save_pretrained(path)
+    return path
+
+
 @pytest.fixture
 def one_thread():
     """Tiny models on a shared 2-core machine: one intra-op thread avoids OpenMP spin-waiting (10x faster here)."""
