@@ -224,3 +224,50 @@ def test_mirror_without_the_file_falls_back_only_when_asked(server, tmp_path):
     assert server.ranges == []
     path = fetch_file(spec, data_dir=tmp_path / "data", mirror=tmp_path / "mirror", download=True, progress=False)
     assert path.read_bytes() == PAYLOAD
+
+
+# --- md5: what MS MARCO and Zenodo publish instead of a sha256 ------------------------------------------------------
+
+PAYLOAD_MD5 = hashlib.md5(PAYLOAD).hexdigest()
+
+
+def test_md5_only_file_is_verified_not_unverified(tmp_path):
+    source = tmp_path / "source.bin"
+    source.write_bytes(PAYLOAD)
+    spec = DataFile("x/payload.bin", source.as_uri(), None, md5=PAYLOAD_MD5)
+    assert spec.checksums == {"md5": PAYLOAD_MD5}
+    # No allow_unverified needed: the md5 verifies the download, and no "unverified" record is written.
+    path = fetch_file(spec, data_dir=tmp_path / "data", download=True, progress=False)
+    assert path.read_bytes() == PAYLOAD and not path.with_name("payload.bin.sha256").exists()
+    assert fetch_file(spec, data_dir=tmp_path / "data") == path  # in place: its md5 checked again
+    path.write_bytes(PAYLOAD[:-1] + b"\0")
+    with pytest.raises(ChecksumError, match="md5 .* differs"):
+        fetch_file(spec, data_dir=tmp_path / "data")
+
+
+def test_wrong_md5_is_rejected(tmp_path):
+    source = tmp_path / "source.bin"
+    source.write_bytes(PAYLOAD)
+    wrong = DataFile("x/wrong.bin", source.as_uri(), None, md5="0" * 32)
+    with pytest.raises(ChecksumError, match=f"md5 {PAYLOAD_MD5} differs from the expected {'0' * 32}"):
+        fetch_file(wrong, data_dir=tmp_path / "data", download=True, progress=False)
+    assert not (tmp_path / "data" / "x" / "wrong.bin").exists() and leftovers(tmp_path / "data") == []
+    # Both checksums registered: both are checked, a right sha256 does not excuse a wrong md5.
+    both = DataFile("x/both.bin", source.as_uri(), PAYLOAD_SHA, md5="0" * 32)
+    with pytest.raises(ChecksumError, match="md5"):
+        fetch_file(both, data_dir=tmp_path / "data", download=True, progress=False)
+    # A mirror copy is checked against the md5 as well.
+    mirror = tmp_path / "mirror"
+    (mirror / "x").mkdir(parents=True)
+    (mirror / "x" / "wrong.bin").write_bytes(PAYLOAD)
+    with pytest.raises(ChecksumError, match="refusing"):
+        fetch_file(wrong, data_dir=tmp_path / "data", mirror=mirror)
+    good = DataFile("x/wrong.bin", "http://unused.invalid/", None, md5=PAYLOAD_MD5)
+    assert fetch_file(good, data_dir=tmp_path / "fresh", mirror=mirror).read_bytes() == PAYLOAD
+
+
+def test_checksums_must_look_like_digests():
+    with pytest.raises(ValueError, match="md5"):
+        DataFile("x/y.bin", "file:///x", None, md5="ABC")
+    with pytest.raises(ValueError, match="sha256"):
+        DataFile("x/y.bin", "file:///x", "0" * 32)

@@ -10,8 +10,8 @@ declares them:
 - device `cpu`, precision `fp32`, one seed, a handful of training questions and evaluation queries;
 - the online datasets -> offline ones of the same kind: DPR's question sets -> nq-open retrieving from a
   `qa_corpus` file in DPR's psgs_w100.tsv form (SQuAD-open's real passages: the streamed dpr-wiki path), BEIR ->
-  SciFact, MS MARCO re-ranking -> WikiQA, EntityQuestions as it is (it is offline); SQuAD-open joins the QA sets
-  for its dev split (the hybrid weight is chosen on dev).
+  SciFact, MS MARCO re-ranking -> WikiQA (the de_* pages' MS MARCO `testbed` -> SQuAD-open), EntityQuestions as
+  it is (it is offline); SQuAD-open joins the QA sets for its dev split (the hybrid weight is chosen on dev).
 
 A notebook whose `full` parameters it does not know how to shrink fails here, which is the point: `full` stays
 runnable. Slow (each notebook trains and evaluates its tiny models): marked `slow`, part of `make test`.
@@ -57,6 +57,9 @@ def shrunk(tiny: dict) -> dict:
             "n_train": 8, "n_queries": 5, "n_docs": 60, "batch_size": 4, "eval_batch_size": 16,
             "qa_datasets": ["squad-open", "nq-open"], "qa_corpus": tiny["wiki"],
             "ood_datasets": ["entityquestions", "scifact"], "rerank_datasets": ["wikiqa"], "cell_timeout_s": 600,
+            # the de_* pages' MS MARCO testbed (online) -> SQuAD-open, the offline testbed whose BM25 lists reach
+            # de_k_sweep's K = 100 (WikiQA's ~9 candidates per question would leave no K = 100 group)
+            "testbed": "squad-open",
             # de_capacity: a checkpoint size (Turc et al.'s at full) and a projected, cut one on the tiny BERT
             "sizes": [{"size": "3-32", "checkpoint": model}, "2-16"], "largest_size": "3-32",
             # de_distillation: Turc et al.'s small BERTs at full -> the tiny BERT cut and projected

@@ -337,3 +337,21 @@ def test_registered_datasets_are_keyed_by_what_training_reads(tmp_path, monkeypa
     # a raw registered dataset: its registered sha256s
     wikiqa = fingerprint({"format": "beir", "split": "train", "path": "wikiqa"})["dataset:wikiqa"]
     assert wikiqa["files_sha256"] == {f.path: f.sha256 for f in registry.get("wikiqa").files}
+
+
+def test_an_option_added_later_keeps_older_runs_keys_at_its_default(tmp_path, monkeypatch):
+    from taser_lib.training.config import config_to_dict, load_config
+    monkeypatch.setattr(cache, "data_fingerprint", lambda data, hashes: {})  # the config alone decides here
+    hashes = cache._HashCache(tmp_path / "fingerprints.json")
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "squad_open_distill.yaml")
+    older = config_to_dict(config)
+    del older["teacher"]["released"]  # what a run cached before the option existed recorded
+    key, material = cache.run_key(config, hashes)
+    assert "released" not in material["config"]["teacher"]
+    assert key == cache.run_key(config_from_dict(older), hashes)[0]
+    released = config_to_dict(config)
+    released["teacher"]["released"] = "msmarco-passage-t1"
+    released["data"]["dataset"] = "msmarco-passage"
+    unreleased = {**released, "teacher": {**released["teacher"], "released": None}}
+    assert cache.run_key(config_from_dict(released), hashes)[0] != cache.run_key(config_from_dict(unreleased),
+                                                                                 hashes)[0]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from taser_lib.errors import ConfigError
+from taser_lib.errors import ConfigError, TaserError
 from taser_lib.training.config import load_config
 from taser_lib.training.cache import resolve_config
 from taser_lib.training.students import hub_name, parse_size, size_overrides
@@ -46,3 +46,20 @@ def test_overrides_resolve_on_the_distill_config():
     assert overrides_for_testbed("squad-open") == []
     with pytest.raises(ConfigError):
         overrides_for_testbed("msmarco")
+
+
+def test_msmarco_passage_testbed_is_a_data_override():
+    assert overrides_for_testbed("msmarco-passage") == ["data.dataset=msmarco-passage"]
+    root = Path(__file__).resolve().parents[1] / "configs"
+    for name in ("squad_open_distill.yaml", "squad_open_cross_encoder.yaml"):
+        resolved = resolve_config(load_config(root / name), overrides=overrides_for_testbed("msmarco-passage"))
+        assert resolved.data.dataset == "msmarco-passage"
+    # The paper's released T1 teacher: only for a distill run on the MS MARCO triples.
+    distill = load_config(root / "squad_open_distill.yaml")
+    resolved = resolve_config(distill, overrides=["data.dataset=msmarco-passage", "teacher.released=msmarco-passage-t1",
+                                                  "teacher.model=null"])
+    assert resolved.teacher.released == "msmarco-passage-t1" and resolved.teacher.model is None
+    with pytest.raises(TaserError, match="msmarco-passage training triples"):
+        resolve_config(distill, overrides=["teacher.released=msmarco-passage-t1"])
+    with pytest.raises(TaserError, match="teacher.released must be one of"):
+        resolve_config(distill, overrides=["data.dataset=msmarco-passage", "teacher.released=t2"])

@@ -5,10 +5,12 @@
 - Offline mirror: `resolve_mirror()` = the explicit argument (CLI `--mirror`), else $TASER_DATA_MIRROR: a local folder
   laid out like ../shared/data. When set, files are copied from it and never downloaded, unless the mirror lacks
   the file and the caller asked to download.
-- Checksums: every fetch hashes the file (also one already in place) and compares it with the registry's sha256;
-  a mismatch raises ChecksumError and the bad bytes never reach the final path. A file whose source publishes no
-  checksum (sha256 None: only online files such as DPR's) is fetched only with `allow_unverified=True`; its hash is
-  then recorded in "<file>.sha256" (marked unverified) and later fetches check the file against that record.
+- Checksums: every fetch hashes the file (also one already in place) and compares it with the registry's sha256
+  and/or md5 (every one registered is checked); a mismatch raises ChecksumError and the bad bytes never reach the
+  final path. md5 exists because some distributors publish only that (MS MARCO's README, Zenodo): it is checked the
+  same way. A file whose source publishes no checksum at all (sha256 and md5 None: online files such as DPR's) is
+  fetched only with `allow_unverified=True`; its hash is then recorded in "<file>.sha256" (marked unverified) and
+  later fetches check the file against that record.
 - Downloads (urllib; only when `download=True`, i.e. the user asked to fetch) write "<file>.part", resume it with
   an HTTP Range request when the server supports one (otherwise restart), verify, then rename into place. An
   interrupted download leaves only the .part file. An unreachable network raises OfflineError naming
@@ -53,7 +55,10 @@ class DataFile:
 
     path: relative to the data directory and to the mirror ("cranfield/cran.qry").
     url: where exactly these bytes are downloaded from.
-    sha256: of those bytes; None when no checksum is known (fetch then needs allow_unverified).
+    sha256: of those bytes; None when the source publishes none (the offline mirror, whose SOURCE.md files list
+        sha256s, then does not hold the file).
+    md5: of those bytes, where that is what the source publishes (MS MARCO, Zenodo); checked like sha256. With
+        neither, fetch needs allow_unverified.
     split: the split the file serves (fetch can skip other splits' files); None = needed by all.
     mirror_zip_sha256: the mirror holds this file zipped, as "<path>.zip" with this sha256 and the file as its only
         member (SQuAD: the official dev-v1.1.json is mirrored as dev-v1.1.json.zip); both hashes are checked.
@@ -64,11 +69,20 @@ class DataFile:
     sha256: str | None
     split: str | None = None
     mirror_zip_sha256: str | None = None
+    md5: str | None = None
 
     def __post_init__(self):
         pure = PurePosixPath(self.path)
         if pure.is_absolute() or ".." in pure.parts or len(pure.parts) < 2:
             raise ValueError(f"DataFile.path must be '<folder>/<file>' inside the data directory, got {self.path!r}")
+        for name, digest, size in (("sha256", self.sha256, 64), ("md5", self.md5, 32)):
+            if digest is not None and (len(digest) != size or digest.strip("0123456789abcdef")):
+                raise ValueError(f"DataFile {self.path}: {name} must be {size} lowercase hex digits, got {digest!r}")
+
+    @property
+    def checksums(self) -> dict[str, str]:
+        """The registered checksums by algorithm ({"sha256": ..., "md5": ...}); empty when none is known."""
+        return {name: digest for name, digest in (("sha256", self.sha256), ("md5", self.md5)) if digest}
 
 
 def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
@@ -89,11 +103,25 @@ def resolve_mirror(explicit: str | os.PathLike | None = None) -> Path | None:
 
 
 def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
+    return hash_file(path, ("sha256",))["sha256"]
+
+
+def hash_file(path: str | os.PathLike, algorithms: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """{algorithm: hex digest} of a file, every algorithm in one read."""
+    digests = {name: hashlib.new(name) for name in algorithms}
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(_BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
+            for digest in digests.values():
+                digest.update(block)
+    return {name: digest.hexdigest() for name, digest in digests.items()}
+
+
+def _mismatch(actual: dict[str, str], expected: dict[str, str]) -> str | None:
+    """'md5 <actual> differs from the expected <expected>' for the first differing checksum, else None."""
+    for name, digest in expected.items():
+        if actual[name] != digest:
+            return f"{name} {actual[name]} differs from the expected {digest}"
+    return None
 
 
 def _unverified_record(target: Path) -> Path:
@@ -102,43 +130,45 @@ def _unverified_record(target: Path) -> Path:
 
 def _check_in_place(spec: DataFile, target: Path) -> Path:
     """Verify a file already at its final path against the registry (or its unverified-hash record)."""
-    actual = sha256_file(target)
-    expected = spec.sha256
-    if expected is None:
+    expected = spec.checksums
+    if not expected:
         record = _unverified_record(target)
         if not record.is_file():
             raise ChecksumError(f"{target} has no published checksum and no record of its hash from its download; "
                                 f"delete it and fetch again with allow_unverified (--allow-unverified)")
-        expected = record.read_text(encoding="utf-8").split()[0]
+        expected = {"sha256": record.read_text(encoding="utf-8").split()[0]}
         logger.warning("%s is UNVERIFIED: no published checksum; it matches the hash recorded at download", target)
-    if actual != expected:
-        raise ChecksumError(f"{target}: sha256 {actual} differs from the expected {expected}; the file is corrupt "
-                            f"or not the registered one. Delete it (or fetch with force=True / --force).")
+    problem = _mismatch(hash_file(target, list(expected)), expected)
+    if problem:
+        raise ChecksumError(f"{target}: {problem}; the file is corrupt or not the registered one. Delete it (or "
+                            f"fetch with force=True / --force).")
     return target
 
 
-def _copy_verified(source: BinaryIO, target: Path, expected: str, what: str) -> None:
-    """Copy a stream to `target` through a temporary file; rename only if its sha256 is `expected`."""
-    digest = hashlib.sha256()
+def _copy_verified(source: BinaryIO, target: Path, expected: dict[str, str], what: str) -> None:
+    """Copy a stream to `target` through a temporary file; rename only if every checksum in `expected`
+    ({algorithm: hex digest}) matches."""
+    digests = {name: hashlib.new(name) for name in expected}
     with atomic_path(target, suffix=".part") as tmp:
         with open(tmp, "wb") as out:
             for block in iter(lambda: source.read(_BLOCK), b""):
-                digest.update(block)
+                for digest in digests.values():
+                    digest.update(block)
                 out.write(block)
-        if digest.hexdigest() != expected:
-            raise ChecksumError(f"{what}: sha256 {digest.hexdigest()} differs from the expected {expected}; "
-                                f"refusing to use it ({target} was not written)")
+        problem = _mismatch({name: d.hexdigest() for name, d in digests.items()}, expected)
+        if problem:
+            raise ChecksumError(f"{what}: {problem}; refusing to use it ({target} was not written)")
 
 
 def _from_mirror(spec: DataFile, mirror: Path, target: Path) -> bool:
     """Copy `spec` from the mirror, verified. False when the mirror does not hold it."""
     source = mirror / spec.path
     if source.is_file():
-        if spec.sha256 is None:
+        if not spec.checksums:
             raise ChecksumError(f"{source}: the registry has no checksum for {spec.path}, so a mirrored copy cannot "
                                 f"be verified; add its sha256 to the registry")
         with open(source, "rb") as stream:
-            _copy_verified(stream, target, spec.sha256, str(source))
+            _copy_verified(stream, target, spec.checksums, str(source))
         return True
     zipped = mirror / f"{spec.path}.zip"
     if spec.mirror_zip_sha256 and zipped.is_file():
@@ -148,7 +178,7 @@ def _from_mirror(spec: DataFile, mirror: Path, target: Path) -> bool:
                                 f"refusing to use it")
         member = PurePosixPath(spec.path).name
         with zipfile.ZipFile(zipped) as archive, archive.open(member) as stream:
-            _copy_verified(stream, target, spec.sha256, f"{zipped}!{member}")
+            _copy_verified(stream, target, spec.checksums, f"{zipped}!{member}")
         return True
     return False
 
@@ -158,8 +188,9 @@ def _offline(url: str, reason: object) -> OfflineError:
                         f"local folder laid out like shared/data, e.g. export {ENV_MIRROR}=../shared/data")
 
 
-def _download(spec: DataFile, target: Path, progress: bool) -> str:
-    """Download `spec.url` to <target>.part (resuming it if present), returning the sha256 of the whole file."""
+def _download(spec: DataFile, target: Path, progress: bool) -> dict[str, str]:
+    """Download `spec.url` to <target>.part (resuming it if present), returning the sha256 (and the md5, when one
+    is registered) of the whole file."""
     part = target.with_name(target.name + ".part")
     offset = part.stat().st_size if part.is_file() else 0
     headers = {"User-Agent": "taser-lib"}
@@ -169,7 +200,7 @@ def _download(spec: DataFile, target: Path, progress: bool) -> str:
         response = urllib.request.urlopen(urllib.request.Request(spec.url, headers=headers), timeout=60)
     except urllib.error.HTTPError as err:
         if err.code == 416 and offset:  # nothing left to send: the .part may already be complete
-            return sha256_file(part)
+            return hash_file(part, ["sha256", *spec.checksums.keys() - {"sha256"}])
         raise DownloadError(f"{spec.url}: HTTP {err.code} {err.reason}") from None
     except urllib.error.URLError as err:
         raise _offline(spec.url, err.reason) from None
@@ -199,7 +230,7 @@ def _download(spec: DataFile, target: Path, progress: bool) -> str:
         if total is not None and received < total:
             raise DownloadError(f"download of {spec.url} ended after {received} of {total} bytes; {part} is kept "
                                 f"and the next fetch resumes it")
-    return sha256_file(part)
+    return hash_file(part, ["sha256", *spec.checksums.keys() - {"sha256"}])
 
 
 def fetch_file(spec: DataFile, *, data_dir: str | os.PathLike | None = None,
@@ -223,18 +254,19 @@ def fetch_file(spec: DataFile, *, data_dir: str | os.PathLike | None = None,
         where = f"the mirror {mirror_root}" if mirror_root else f"{root} (and no mirror is set)"
         raise TaserError(f"{spec.path} is not in {where}. Fetch it (`taser data fetch` downloads it from "
                          f"{spec.url}), or set {ENV_MIRROR} to a folder laid out like shared/data.")
-    if spec.sha256 is None and not allow_unverified:
+    if not spec.checksums and not allow_unverified:
         raise ChecksumError(f"{spec.url} has no published checksum, so the download could not be verified; "
                             f"pass allow_unverified=True (--allow-unverified) to accept it with its hash recorded")
     actual = _download(spec, target, progress)
     part = target.with_name(target.name + ".part")
-    if spec.sha256 is not None and actual != spec.sha256:
+    problem = _mismatch(actual, spec.checksums)
+    if problem:
         part.unlink(missing_ok=True)
-        raise ChecksumError(f"{spec.url}: sha256 {actual} differs from the expected {spec.sha256}; the download "
-                            f"was deleted and {target} not written")
-    if spec.sha256 is None:
-        atomic_write_text(_unverified_record(target), f"{actual}  UNVERIFIED (no published checksum) {spec.url}\n")
-        logger.warning("%s is UNVERIFIED: no published checksum; recorded its sha256 %s", target, actual)
+        raise ChecksumError(f"{spec.url}: {problem}; the download was deleted and {target} not written")
+    if not spec.checksums:
+        atomic_write_text(_unverified_record(target),
+                          f"{actual['sha256']}  UNVERIFIED (no published checksum) {spec.url}\n")
+        logger.warning("%s is UNVERIFIED: no published checksum; recorded its sha256 %s", target, actual["sha256"])
     else:
         _unverified_record(target).unlink(missing_ok=True)
     os.replace(part, target)

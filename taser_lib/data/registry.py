@@ -8,6 +8,10 @@ tarball, allenai's SciFact tarball, Microsoft's WikiQA zip) the URL is the commi
 taken from (see each folder's SOURCE.md), and the official source is listed in `DatasetEntry.official` for
 provenance and citation. Files with no known checksum (DPR's, BEIR's full corpora) are online only and need
 `allow_unverified` (see fetch.py).
+
+MS MARCO passage (`msmarco-passage`, `msmarco-passage-triples`) and the T1 teacher scores (`msmarco-passage-t1`)
+are online only too (not in the offline mirror), but verified: their distributors publish md5s, not sha256s, and
+fetch checks the md5 (`_MSMARCO_MD5` says where each one was read).
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import TaserError
+from ..errors import FormatError, TaserError
 from .fetch import DataFile, fetch_file, resolve_data_dir, resolve_mirror
 from .formats._common import SkipReport
 from .formats.answer_selection import load_trecqa, load_wikiqa
 from .formats.beir import load_beir, read_prepared, write_prepared
 from .formats.dpr import read_dpr_qas, read_dpr_passages
+from .formats.msmarco import iter_id_triples, iter_scored_triples, iter_top1000, read_queries
 from .formats.glasgow import load_cisi, load_cranfield
 from .formats.nfcorpus import load_nfcorpus
 from .formats.qa import load_curatedtrec, load_entityquestions, load_nq_open, load_webquestions
@@ -62,7 +67,8 @@ class DatasetEntry:
 
     @property
     def online_only(self) -> bool:
-        """True when some file has no registered checksum, i.e. the offline mirror cannot serve it."""
+        """True when some file has no registered sha256, i.e. the offline mirror (whose SOURCE.md files list
+        sha256s) does not hold it. Such a file may still be verified at download by its md5 (MS MARCO)."""
         return any(f.sha256 is None for f in self.files)
 
     def files_for(self, splits: list[str] | tuple[str, ...] | None = None) -> tuple[DataFile, ...]:
@@ -132,6 +138,75 @@ MSMARCO_FILES = {"dev-small": ("topics.msmarco-passage.dev-subset.txt", "qrels.m
 def _load_msmarco(root: Path, split: str, **kw) -> Dataset:
     topics, qrels_name = MSMARCO_FILES[split]
     return _topics_qrels("msmarco-passage", root / topics, root / qrels_name, split, **kw)
+
+
+# The MS MARCO passage files of the re-ranking testbed (taser_lib/training/msmarco.py), from Microsoft's official
+# storage. The dev-small and TREC DL 2019 topics and qrels are not repeated: they are msmarco-passage-topics-qrels'
+# (Anserini's copies, in the offline mirror).
+MSMARCO_URL = "https://msmarco.z22.web.core.windows.net/msmarcoranking"
+MSMARCO_PASSAGE = {  # split -> (file, member inside it or None)
+    "collection": ("collection.tar.gz", "collection.tsv"),
+    "train-queries": ("queries.tar.gz", "queries.train.tsv"),
+    "train-qrels": ("qrels.train.tsv", None),
+    "dev-small": ("top1000.dev.tar.gz", "top1000.dev"),
+    "dl19": ("msmarco-passagetest2019-top1000.tsv.gz", None),
+}
+MSMARCO_TRIPLES = "qidpidtriples.train.full.2.tsv.gz"
+T1_SCORES = "bertbase_cat_msmarcopassage_train_scores_ids.tsv"
+# md5s as published: Microsoft's MS MARCO passage README ("File size on disk and md5sum"; also ir_datasets 0.6.3's
+# etc/downloads.json) for every MS MARCO file but qidpidtriples.train.full.2, which that README table lacks (it lists
+# the older qidpidtriples.train.full): ir_datasets 0.6.3's downloads.json only. T1: datamaestro-text's registry
+# (experimaestro-ir, the same value in two of its versions); Zenodo record 4068216 lists md5s per file, but that page
+# could not be read here, so this value is a third party's. No sha256 is published for any of them.
+_MSMARCO_MD5 = {
+    "collection.tar.gz": "87dd01826da3e2ad45447ba5af577628",
+    "queries.tar.gz": "c177b2795d5f2dcc524cf00fcd973be1",
+    "qrels.train.tsv": "733fb9fe12d93e497f7289409316eccf",
+    "top1000.dev.tar.gz": "8c140662bdf123a98fbfe3bb174c5831",
+    "msmarco-passagetest2019-top1000.tsv.gz": "ec9e012746aa9763c7ff10b3336a3ce1",
+    MSMARCO_TRIPLES: "219083e80a0a751c08b968c2f31a4e0b",
+    T1_SCORES: "a2575af08a19b47c2041e67c9efcd917",
+}
+
+
+def _msmarco_file(name: str, split: str | None) -> DataFile:
+    return DataFile(f"msmarco-passage/{name}", f"{MSMARCO_URL}/{name}", None, split, md5=_MSMARCO_MD5[name])
+
+
+def _load_msmarco_passage(root: Path, split: str, **kw) -> Dataset:
+    """train: the judged training queries (queries.train.tsv) and qrels.train. dev-small / dl19: the topics and
+    qrels of msmarco-passage-topics-qrels (fetched beside this folder) and the BM25 top-1000 as candidate lists
+    (file order; a pair listed twice is a FormatError). No corpus: the 8.8M passages are streamed by the
+    re-ranking testbed for the candidates it needs (taser_lib/training/msmarco.py)."""
+    if split == "train":
+        qrels = read_trec_qrels(root / MSMARCO_PASSAGE["train-qrels"][0], **kw)
+        file, member = MSMARCO_PASSAGE["train-queries"]
+        queries = read_queries(root / file, member, wanted=qrels, **kw)
+        return Dataset("msmarco-passage", split, queries=queries, qrels=qrels)
+    fetch("msmarco-passage-topics-qrels", [split], data_dir=root.parent, progress=False)
+    judged = _load_msmarco(root.parent / "msmarco-passage-topics-qrels", split, **kw)
+    file, member = MSMARCO_PASSAGE[split]
+    candidates: dict[str, list[str]] = {}
+    seen: set[tuple[str, str]] = set()
+    for lineno, qid, pid in iter_top1000(root / file, member, **kw):
+        if qid not in judged.queries:
+            continue
+        if (qid, pid) in seen:
+            raise FormatError(f"{root / file}!{member}" if member else root / file, lineno, "pid",
+                              f"({qid}, {pid}) listed twice")
+        seen.add((qid, pid))
+        candidates.setdefault(qid, []).append(pid)
+    return Dataset("msmarco-passage", split, queries=judged.queries, qrels=judged.qrels, candidates=candidates)
+
+
+def _load_triples_qrels(root: Path, split: str, *, file: str, scored: bool, **kw) -> Dataset:
+    """The positives of a triples file as qrels (its one Dataset view; the triples themselves are read by the
+    re-ranking testbed, taser_lib/training/msmarco.py)."""
+    reader = iter_scored_triples if scored else iter_id_triples
+    qrels: dict[str, dict[str, int]] = {}
+    for triple in reader(root / file, **kw):
+        qrels.setdefault(triple.qid, {})[triple.pos] = 1
+    return Dataset(f"msmarco-passage-{'t1' if scored else 'triples'}", split, qrels=qrels)
 
 
 def _load_dpr(root: Path, split: str, *, files: dict[str, str], patterns: bool = False, name: str = "",
@@ -299,6 +374,34 @@ def _entries() -> list[DatasetEntry]:
                      "nguyen2016msmarco; craswell2020overview",
                      ("https://microsoft.github.io/msmarco/", "https://github.com/castorini/anserini-tools"),
                      _load_msmarco, tuple(MSMARCO_FILES), "dev-small"),
+        DatasetEntry("msmarco-passage", "MS MARCO passage ranking: 8.8M passages (collection.tar.gz), training "
+                     "queries and qrels, BM25 top-1000 of dev-small and TREC DL 2019 (their topics and qrels: "
+                     "msmarco-passage-topics-qrels); online only, md5-verified",
+                     (_msmarco_file("collection.tar.gz", None), _msmarco_file("queries.tar.gz", "train"),
+                      _msmarco_file("qrels.train.tsv", "train"), _msmarco_file("top1000.dev.tar.gz", "dev-small"),
+                      _msmarco_file("msmarco-passagetest2019-top1000.tsv.gz", "dl19")),
+                     "MS MARCO terms (non-commercial research)", "nguyen2016msmarco; craswell2020overview",
+                     ("https://microsoft.github.io/msmarco/",
+                      "https://github.com/microsoft/MSMARCO-Passage-Ranking"),
+                     _load_msmarco_passage, ("train", "dev-small", "dl19"), "dev-small"),
+        DatasetEntry("msmarco-passage-triples", "MS MARCO passage training triples as ids "
+                     "(qidpidtriples.train.full.2, 397M triples; a superset of the ~40M 'small' triples that "
+                     "msmarco-passage-t1 scores); online only, md5-verified",
+                     (_msmarco_file(MSMARCO_TRIPLES, "train"),),
+                     "MS MARCO terms (non-commercial research)", "nguyen2016msmarco",
+                     ("https://github.com/microsoft/MSMARCO-Passage-Ranking",), _load_triples_qrels, ("train",),
+                     "train", options={"file": MSMARCO_TRIPLES, "scored": False}),
+        DatasetEntry("msmarco-passage-t1", "Hofstätter et al.'s T1 teacher (BERT-Base CAT) scores of the ~40M MS "
+                     "MARCO 'Train Triples Small' (score_pos score_neg qid pid_pos pid_neg): the re-ranking "
+                     "testbed's training triples and its released teacher; online only, md5-verified",
+                     (DataFile(f"msmarco-passage-t1/{T1_SCORES}",
+                               f"https://zenodo.org/record/4068216/files/{T1_SCORES}?download=1", None, "train",
+                               md5=_MSMARCO_MD5[T1_SCORES]),),
+                     "as stated on Zenodo record 4068216; MS MARCO terms (non-commercial research) for the data",
+                     "hofstatter2020margin",
+                     ("https://github.com/sebastian-hofstaetter/neural-ranking-kd",
+                      "https://zenodo.org/record/4068216"), _load_triples_qrels, ("train",), "train",
+                     options={"file": T1_SCORES, "scored": True}),
         DatasetEntry("dpr-wiki", "DPR's 21M 100-word Wikipedia passages (psgs_w100.tsv.gz, Dec 2018 dump); online "
                      "only", (DataFile("dpr/psgs_w100.tsv.gz", f"{_DPR}/wikipedia_split/psgs_w100.tsv.gz", None),),
                      "CC BY-SA 3.0 (Wikipedia text)", "karpukhin2020dense",

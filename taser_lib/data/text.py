@@ -1,6 +1,7 @@
 """The one way this library reads text input: every format reader (and `read_run`) goes through `read_lines`.
 
-What it guarantees, for a plain file, a `.gz` file, or a member of a zip archive:
+What it guarantees, for a plain file, a `.gz` file, or a member of a zip or tar archive (.tar, .tar.gz, .tgz; a
+tar member is streamed, never extracted to disk: MS MARCO ships its 3 GB collection as collection.tar.gz):
 - strict UTF-8: a line that does not decode is reported as a FormatError naming the file, the line and the byte
   column (never a bare UnicodeDecodeError), and a reader running with `skip_bad` can skip it and count it;
 - exactly one leading byte-order mark is stripped (a second one stays, and the format's checks see it);
@@ -15,6 +16,7 @@ from __future__ import annotations
 import gzip
 import os
 import struct
+import tarfile
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -29,8 +31,9 @@ PathLike = str | os.PathLike
 BOM = "\ufeff"
 # What decompressors raise on damaged input. OSError covers gzip.BadGzipFile and zip seeks past the end; the
 # subclasses that mean "no such file" are not damage and pass through (see _NOT_DAMAGE).
-_DAMAGE = (EOFError, OSError, zlib.error, zipfile.BadZipFile, struct.error, NotImplementedError, RuntimeError,
-           ValueError, UnicodeDecodeError)
+_DAMAGE = (EOFError, OSError, zlib.error, zipfile.BadZipFile, tarfile.TarError, struct.error, NotImplementedError,
+           RuntimeError, ValueError, UnicodeDecodeError)
+TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 _NOT_DAMAGE = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
@@ -44,7 +47,7 @@ class Line(NamedTuple):
 
 
 def display_name(path: PathLike, member: str | None = None) -> str:
-    """How errors name a file, including the zip member when there is one."""
+    """How errors name a file, including the archive member when there is one."""
     return f"{path}!{member}" if member else str(path)
 
 
@@ -61,9 +64,23 @@ def _damage_is_format_error(where: str, line: int | None = None) -> Iterator[Non
 
 @contextmanager
 def open_binary(path: PathLike, member: str | None = None) -> Iterator[IO[bytes]]:
-    """The raw bytes of a plain file, a `.gz` file, or (with `member`) a member of a zip archive."""
+    """The raw bytes of a plain file, a `.gz` file, or (with `member`) a member of a zip or tar archive (a tar
+    archive is read as a stream: its members are passed over, unread, until `member`; "./name" matches "name")."""
     path = Path(path)
     where = display_name(path, member)
+    if member is not None and path.name.endswith(TAR_SUFFIXES):
+        with _damage_is_format_error(where):
+            archive = tarfile.open(path, mode="r|*")
+        with archive:
+            with _damage_is_format_error(where):
+                found = next((info for info in archive if info.isfile() and
+                              info.name.removeprefix("./") == member.removeprefix("./")), None)
+            if found is None:
+                raise FormatError(path, None, None, f"tar archive has no member {member!r}")
+            with _damage_is_format_error(where):
+                raw = archive.extractfile(found)
+            yield raw
+        return
     if member is not None:
         with _damage_is_format_error(where):
             archive = zipfile.ZipFile(path)

@@ -79,6 +79,9 @@ FINGERPRINT_CACHE = "fingerprints.json"
 IGNORED_KEYS = frozenset({"loop.output_dir", "loop.checkpoint_every", "loop.keep_last", "loop.log_every"})
 IGNORED_NAMES = frozenset({"output_dir", "progress", "logging", "log_every", "cache"})
 IGNORED_SUFFIXES = ("_cache",)  # e.g. cross-encoder teacher_cache: where scores are cached, not what they are
+# Options added to a config kind after runs of it were cached: left out of the key while they hold this value (the
+# behaviour those runs had), so adding an option does not orphan every cached run of that kind.
+ADDED_OPTIONS = {"teacher.released": None}
 
 _PROCESS_START = time.time()
 
@@ -150,8 +153,9 @@ def path_fingerprint(path: Path, hashes: _HashCache) -> dict[str, Any]:
 def _dataset_fingerprint(name: str, hashes: _HashCache) -> dict[str, Any]:
     """A registered dataset by content. A derived one (squad-open) is read from its prepared folder, which training
     prepares when missing (so it is prepared now, and keyed by what it holds: its split, mined negatives, ...);
-    any other is read from its raw files, verified against their registered sha256s (online-only files without one:
-    the local copy's sha256, None while it is not fetched), or from a prepared copy converted from them."""
+    any other is read from its raw files, verified against their registered sha256s (or md5s, as "md5:<hex>";
+    files without either: the local copy's sha256, None while it is not fetched), or from a prepared copy converted
+    from them."""
     from ..data import registry
 
     entry = registry.get(name)
@@ -161,7 +165,8 @@ def _dataset_fingerprint(name: str, hashes: _HashCache) -> dict[str, Any]:
     files = {}
     for spec in entry.files:
         local = registry.resolve_data_dir() / spec.path
-        files[spec.path] = spec.sha256 or (hashes.sha256(local) if local.is_file() else None)
+        registered = spec.sha256 or (f"md5:{spec.md5}" if spec.md5 else None)  # fetch verified the file by it
+        files[spec.path] = registered or (hashes.sha256(local) if local.is_file() else None)
     return {"files_sha256": files}
 
 
@@ -252,9 +257,22 @@ def resolve_config(config: Any, *, seed: int | None = None, overrides: Sequence[
     return config_from_dict(_absolute_paths(data))
 
 
+def _strip_added_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` without the ADDED_OPTIONS that hold their default value."""
+    data = copy.deepcopy(data)
+    for dotted, default in ADDED_OPTIONS.items():
+        *parents, name = dotted.split(".")
+        holder = data
+        for part in parents:
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and name in holder and holder[name] == default:
+            del holder[name]
+    return data
+
+
 def run_key(config: Any, hashes: _HashCache) -> tuple[str, dict[str, Any]]:
     """(sha256 hex, everything it was computed from) of a resolved config."""
-    data = config_to_dict(config)
+    data = _strip_added_defaults(config_to_dict(config))
     material = {"version": KEY_VERSION, "kind": data.get("kind"),
                 "config": json.loads(json.dumps(_strip_ignored(data), sort_keys=True, default=str)),
                 "data": data_fingerprint(data, hashes)}

@@ -199,7 +199,8 @@ def documents_overrides(k: int, candidates: int, teacher: Any) -> list[str]:
     Give every K of one sweep the same `candidates` (the largest K): the candidate lists are then the same for every
     K, the test split's included, so every student re-ranks the same test candidates and only the supervision
     changes -- the teacher's top K of them (a one-hot student: a positive and K - 1 sampled negatives of them). On
-    SQuAD-open, a `data.candidates` other than the teacher run's means the teacher scores those lists anew; they are
+    SQuAD-open and MS MARCO (whose training lists are its top candidates by T1 score), a `data.candidates` other
+    than the teacher run's means the teacher scores those lists anew; they are
     then cached in `teacher_scores-candidates-<n>` beside its model rather than replacing the `teacher_scores` that
     its own lists use (`teacher.cache` is not part of a run's key). WikiQA and TrecQA keep their own lists whatever
     `data.candidates` says: there K only selects within them."""
@@ -207,9 +208,10 @@ def documents_overrides(k: int, candidates: int, teacher: Any) -> list[str]:
         raise ConfigError(f"K must be at least 2 (a positive and a negative), got {k}")
     if k > candidates:
         raise ConfigError(f"K = {k} exceeds data.candidates = {candidates}: no query would have K documents")
+    from .reranking import CANDIDATE_CAPPED  # the training data layer; not needed to import this module
     data = teacher.config.data
     out = [f"training.group_size={k}", f"data.candidates={candidates}",
            f"data.bm25_depth={max(int(data.bm25_depth), candidates)}"]
-    if data.dataset == "squad-open" and candidates != data.candidates:
+    if data.dataset in CANDIDATE_CAPPED and candidates != data.candidates:
         out.append(f"teacher.cache={Path(teacher.model_path).parent / f'teacher_scores-candidates-{candidates}'}")
     return out

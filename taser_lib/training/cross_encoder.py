@@ -36,7 +36,8 @@ from ..meta import run_metadata
 from ..models import CrossEncoderModel, build_model, default_device, load_tokenizer, quiet_loading
 from .config import CrossEncoderModelConfig, _help, register_kind
 from .loop import LoopConfig, TrainResult, run_training, seed_everything
-from .reranking import GroupBatches, RerankingDataConfig, RerankingSet, passage_text, sample_group
+from .reranking import (CANDIDATE_CAPPED, GroupBatches, RerankingDataConfig, RerankingSet, passage_text,
+                        sample_group)
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +289,7 @@ class CrossEncoderRunConfig:
                                                                 select_metric="nDCG@10"))
 
     def __post_init__(self):
-        if self.data.dataset == "squad-open" and self.training.group_size > self.data.candidates:
+        if self.data.dataset in CANDIDATE_CAPPED and self.training.group_size > self.data.candidates:
             raise ConfigError(f"training.group_size ({self.training.group_size}) exceeds data.candidates "
                               f"({self.data.candidates}): no query would have enough candidates")
 

@@ -46,9 +46,10 @@ from ..losses import (focal_loss, input_token_dropout, joint_loss, kl_distill, m
 from ..models import (CrossEncoderModel, DenseEncoder, TokenReps, default_device, load_model, load_tokenizer,
                       quiet_loading)
 from .config import ModelConfig, _help, register_kind
-from .cross_encoder import check_select_metric, score_and_cache_teacher
+from .cross_encoder import TeacherScores, check_select_metric, score_and_cache_teacher
 from .loop import LoopConfig, TrainResult, run_training, unwrap_model
-from .reranking import GroupBatches, RerankingDataConfig, RerankingSet, sample_group, teacher_top_group
+from .reranking import (CANDIDATE_CAPPED, GroupBatches, RerankingDataConfig, RerankingSet, sample_group,
+                        teacher_top_group)
 from .retriever import build_retriever
 
 logger = logging.getLogger(__name__)
@@ -399,8 +400,18 @@ def rerank_saved_model(path: str | Path, rset: RerankingSet, *, max_query_length
 
 @dataclass
 class TeacherConfig:
+    """Where the teacher scores come from: a trained cross-encoder (`model`, scored and cached), or released scores
+    (`released`). The paper distils MS MARCO students from Hofstätter et al.'s T1 annotations "for ease of
+    comparison" (its own CA re-ranks about as well): `released: msmarco-passage-t1` reads those scores for the
+    training candidates of `data.dataset: msmarco-passage` instead of scoring them with `model` (which is then not
+    loaded). The profiles' notebooks keep their own CA as the teacher of every testbed, so that CA and students
+    are compared on one footing; a config sets `released` to reproduce the paper's exact teacher."""
+
     model: str | None = _help("the trained cross-encoder folder (`kind: cross-encoder` writes <output_dir>/best); "
                               "needed by every loss but one_hot and focal", default="runs/cross-encoder/best")
+    released: str | None = _help("released teacher scores to distil from instead of `model`: msmarco-passage-t1 "
+                                 "(T1, BERT-Base CAT, Hofstätter et al. 2020; needs data.dataset: msmarco-passage); "
+                                 "null = score with `model`", default=None)
     cache: str | None = _help("teacher score cache folder, reused when it matches the teacher's weights and the "
                               "candidates; null = 'teacher_scores' beside the teacher folder (where `kind: "
                               "cross-encoder` writes it)", default=None)
@@ -421,15 +432,33 @@ class DistillRunConfig:
     loop: LoopConfig = field(default_factory=lambda: LoopConfig(output_dir="runs/distill", select_metric="nDCG@10"))
 
     def __post_init__(self):
-        if self.training.needs_teacher and not self.teacher.model:
-            raise ConfigError(f"loss {self.training.loss!r} distils from a teacher: set teacher.model")
-        if self.data.dataset == "squad-open" and self.training.group_size > self.data.candidates:
+        if self.training.needs_teacher and not (self.teacher.model or self.teacher.released):
+            raise ConfigError(f"loss {self.training.loss!r} distils from a teacher: set teacher.model (or "
+                              f"teacher.released)")
+        if self.teacher.released is not None:
+            from .msmarco import NAME, RELEASED_TEACHERS
+            if self.teacher.released not in RELEASED_TEACHERS:
+                raise ConfigError(f"teacher.released must be one of {RELEASED_TEACHERS} (or null), got "
+                                  f"{self.teacher.released!r}")
+            if self.data.dataset != NAME:
+                raise ConfigError(f"teacher.released={self.teacher.released} scores the {NAME} training triples; "
+                                  f"data.dataset is {self.data.dataset!r}")
+        if self.data.dataset in CANDIDATE_CAPPED and self.training.group_size > self.data.candidates:
             raise ConfigError(f"training.group_size ({self.training.group_size}) exceeds data.candidates "
                               f"({self.data.candidates}): no query would have enough candidates")
 
 
-def load_teacher_scores(teacher: TeacherConfig, rset: RerankingSet, progress: bool = True):
-    """The teacher's scores of `rset`'s candidates, from its cache or freshly scored (`score_and_cache_teacher`)."""
+def load_teacher_scores(teacher: TeacherConfig, rset: RerankingSet, progress: bool = True) -> TeacherScores:
+    """The teacher's scores of `rset`'s candidates: released ones (`teacher.released`, read from their file; their
+    index's "model_sha256" is "released:<name>:md5:<registered md5>", what the run fingerprint records), or the
+    cross-encoder's, from its cache or freshly scored (`score_and_cache_teacher`)."""
+    if teacher.released:
+        from ..data import registry
+        from .msmarco import released_teacher_scores
+        scores, path = released_teacher_scores(teacher.released, rset)
+        (spec,) = registry.get(teacher.released).files
+        return TeacherScores(scores, True, path, {"model_sha256": f"released:{teacher.released}:md5:{spec.md5}",
+                                                  "released": teacher.released})
     model = load_model(teacher.model)
     if not isinstance(model, CrossEncoderModel):
         raise ConfigError(f"teacher.model {teacher.model} is a {type(model).__name__}, not a cross-encoder")

@@ -4,7 +4,9 @@ A re-ranking set is the supervision of "In defense of dual-encoders" §2: for ea
 documents d_n with relevance labels y_n. It comes from
 - a first-stage run plus known positives (SQuAD-open: BM25 top candidates, positives = the passages that contain
   the answer span), see `from_first_stage`; or
-- a dataset's own candidate lists and graded qrels (WikiQA, TrecQA), see `from_candidate_lists`.
+- a dataset's own candidate lists and graded qrels (WikiQA, TrecQA), see `from_candidate_lists`; or
+- MS MARCO passage (the paper's own testbed): training triples aggregated by query, top K by the released T1
+  teacher's score; dev-small and TREC DL 2019 re-ranking their BM25 top-1000, see `training/msmarco.py`.
 
 Training reads a set as groups of candidates per query (`sample_group` for one-hot training: one positive and
 K-1 negatives, as the paper's CA and DE; `teacher_top_group` for distillation: the teacher's top K) served in
@@ -226,17 +228,22 @@ def from_candidate_lists(dataset: Dataset) -> RerankingSet:
                         dataset.split, {"source": "candidate_lists", "unjudged_candidates": unjudged})
 
 
-RERANKING_DATASETS = ("squad-open", "wikiqa", "trecqa")
+RERANKING_DATASETS = ("squad-open", "wikiqa", "trecqa", "msmarco-passage")
+CANDIDATE_CAPPED = ("squad-open", "msmarco-passage")  # datasets whose training lists hold `data.candidates` each
 
 
 def load_reranking_sets(dataset: str, splits: Sequence[str] = ("train", "dev", "test"), *, k: int = 20,
                         depth: int = 100, limits: Mapping[str, int | None] | None = None, path: str | None = None,
                         data_dir: str | None = None, progress: bool = True) -> dict[str, RerankingSet]:
     """Re-ranking sets of a named dataset, one per split of its own: squad-open (BM25 candidates, see
-    `squad_open_reranking`; `path` = its prepared folder, default the data directory's) or wikiqa / trecqa
-    (their candidate lists; `k` and `depth` do not apply). `limits[split]`: a seeded sample of that many queries
-    with a relevant candidate (None: all queries)."""
+    `squad_open_reranking`; `path` = its prepared folder, default the data directory's), wikiqa / trecqa
+    (their candidate lists; `k` and `depth` do not apply) or msmarco-passage (splits train / dev / test, see
+    `training.msmarco`; `k` = training candidates per query, `depth` and `path` do not apply).
+    `limits[split]`: a seeded sample of that many queries with a relevant candidate (None: all queries)."""
     limits = limits or {}
+    if dataset == "msmarco-passage":
+        from .msmarco import msmarco_reranking  # it builds on this module
+        return msmarco_reranking(splits, k, limits=limits, data_dir=data_dir, progress=progress)
     if dataset == "squad-open":
         squad = load_squad_open(path or prepared_dir("squad-open", data_dir))
         return squad_open_reranking(squad, k, depth=depth, splits=splits, limits=limits, progress=progress)
@@ -317,12 +324,14 @@ class GroupBatches:
 class RerankingDataConfig:
     """The `data` section of the cross-encoder and distill training configs."""
 
-    dataset: str = _help("squad-open (BM25 candidates + positives) | wikiqa | trecqa (their own candidate lists)",
-                         default="squad-open")
+    dataset: str = _help("squad-open (BM25 candidates + positives) | wikiqa | trecqa (their own candidate lists) | "
+                         "msmarco-passage (train: triples by query, top candidates by T1 score; dev: dev-small, "
+                         "test: TREC DL 2019, each re-ranking its BM25 top-1000)", default="squad-open")
     path: str | None = _help("squad-open: the prepared folder (null = the data directory's, from "
                              "`taser data prepare squad-open`); wikiqa/trecqa read the data directory", default=None)
     candidates: int = _help("squad-open: candidates per query (its positives + the top BM25 passages without an "
-                            "answer)", default=20)
+                            "answer); msmarco-passage: training candidates per query (the top by T1 score, "
+                            "positives kept; the paper: 20)", default=20)
     bm25_depth: int = _help("squad-open: BM25 depth searched for those negatives", default=100)
     train_split: str = _help("split trained on", default="train")
     dev_split: str = _help("split for evaluation during training and checkpoint selection", default="dev")

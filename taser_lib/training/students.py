@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from .capacity import turc_checkpoint
 
 SOURCES: tuple[str, ...] = ("truncate", "hub")
-TESTBEDS: tuple[str, ...] = ("squad-open", "wikiqa", "trecqa")
+TESTBEDS: tuple[str, ...] = ("squad-open", "wikiqa", "trecqa", "msmarco-passage")
 _SIZE = re.compile(r"^\s*(\d*)\s*-\s*(\d+)\s*$")
 
 
@@ -59,7 +59,10 @@ def size_overrides(size: str, source: str = "truncate") -> list[str]:
 def testbed_overrides(testbed: str) -> list[str]:
     """The override that moves a re-ranking run (CA or student) to `testbed`: none for SQuAD-open (the configs'
     own data, so its runs stay the cached runs every notebook shares), `data.dataset=<name>` for WikiQA / TrecQA
-    (their own candidate lists)."""
+    (their own candidate lists) and for MS MARCO passage (the paper's testbed, `full` only: its files are online,
+    fetched with `taser data fetch msmarco-passage` and `msmarco-passage-t1`; see training/msmarco.py). The same
+    override serves the CA and its students, so on MS MARCO the students distil from the notebook's own CA;
+    `teacher.released=msmarco-passage-t1` (distill configs only) would use the paper's T1 scores instead."""
     if testbed not in TESTBEDS:
         raise ConfigError(f"testbed must be one of {TESTBEDS}, got {testbed!r}")
     return [] if testbed == "squad-open" else [f"data.dataset={testbed}"]
