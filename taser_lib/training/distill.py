@@ -47,6 +47,7 @@ from ..models import (CrossEncoderModel, DenseEncoder, TokenReps, default_device
                       quiet_loading)
 from .config import ModelConfig, _help, register_kind
 from .cross_encoder import TeacherScores, check_select_metric, score_and_cache_teacher
+from . import msmarco  # noqa: F401  (registers the msmarco-passage testbed)
 from .loop import LoopConfig, TrainResult, run_training, unwrap_model
 from .reranking import (CANDIDATE_CAPPED, GroupBatches, RerankingDataConfig, RerankingSet, sample_group,
                         teacher_top_group)

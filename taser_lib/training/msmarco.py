@@ -38,7 +38,7 @@ from ..data.formats.msmarco import ScoredTriple, iter_collection, iter_scored_tr
 from ..data.formats.trec import read_trec_qrels
 from ..data.types import Corpus, Dataset
 from ..errors import TaserError
-from .reranking import RerankingSet, sample_ids
+from .reranking import TESTBED_LOADERS, RerankingSet, sample_ids
 
 logger = logging.getLogger(__name__)
 
@@ -184,3 +184,6 @@ def released_teacher_scores(name: str, rset: RerankingSet, data_dir: str | Path 
         raise TaserError(f"{path}: no {name} score for {len(missing)} candidates of {rset.name}/{rset.split}, e.g. "
                          f"{missing[:3]}; released scores cover only the training triples they were released for")
     return {q: np.asarray([found[q][d] for d in docs], dtype=np.float32) for q, docs in rset.candidates.items()}, path
+
+
+TESTBED_LOADERS[NAME] = msmarco_reranking

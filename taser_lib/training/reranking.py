@@ -229,6 +229,9 @@ def from_candidate_lists(dataset: Dataset) -> RerankingSet:
 
 
 RERANKING_DATASETS = ("squad-open", "wikiqa", "trecqa", "msmarco-passage")
+# Testbeds whose module builds on this one (name -> loader(splits, k, *, limits, data_dir, progress)): they register
+# themselves when imported (training.msmarco: msmarco-passage; the trainers import it), so this module imports none.
+TESTBED_LOADERS: dict = {}
 CANDIDATE_CAPPED = ("squad-open", "msmarco-passage")  # datasets whose training lists hold `data.candidates` each
 
 
@@ -241,9 +244,8 @@ def load_reranking_sets(dataset: str, splits: Sequence[str] = ("train", "dev", "
     `training.msmarco`; `k` = training candidates per query, `depth` and `path` do not apply).
     `limits[split]`: a seeded sample of that many queries with a relevant candidate (None: all queries)."""
     limits = limits or {}
-    if dataset == "msmarco-passage":
-        from .msmarco import msmarco_reranking  # it builds on this module
-        return msmarco_reranking(splits, k, limits=limits, data_dir=data_dir, progress=progress)
+    if dataset in TESTBED_LOADERS:
+        return TESTBED_LOADERS[dataset](splits, k, limits=limits, data_dir=data_dir, progress=progress)
     if dataset == "squad-open":
         squad = load_squad_open(path or prepared_dir("squad-open", data_dir))
         return squad_open_reranking(squad, k, depth=depth, splits=splits, limits=limits, progress=progress)
