@@ -364,6 +364,15 @@ def test_seeds_follow_seed_and_are_validated(tmp_path):
         load_profiles(extra)
 
 
+def test_gpu_and_full_train_every_notebook_with_three_seeds():
+    """`gpu` extends `cpu` and inherits its per-notebook overrides, including the one-seed pages (Tables 6-9, 12):
+    the larger profiles must put the seeds back, or their verdicts would rest on one seed."""
+    for profile in ("gpu", "full"):
+        for nb in find_notebooks(REPO):
+            assert profile_parameters(profile, nb.stem).get("seeds", [13, 14, 15]) == [13, 14, 15], (profile, nb.stem)
+    assert profile_parameters("cpu", "de_k_sweep")["seeds"] == [13]
+
+
 def test_only_names_must_exist(tmp_path):
     write_notebook(tmp_path / "notebooks" / "one.ipynb", GOOD)
     assert [p.stem for p in find_notebooks(tmp_path, ["one.ipynb"])] == ["one"]
