@@ -480,3 +480,12 @@ def test_a_new_notebook_needs_only_its_claims_file(directions):
     assert card.loc["E-1", "verdict (cpu)"] == HOLDS and card.loc["E-1", "verdict (smoke)"] == NOT_RUN
     meta = json.loads((directions / "results" / "cpu" / "extra" / "meta.json").read_text())
     assert "tables" in meta
+
+
+@pytest.mark.parametrize("meta", sorted((REPO / "results" / "cpu").glob("*/meta.json")), ids=lambda p: p.parent.name)
+def test_committed_results_give_every_claim_a_verdict(meta):
+    """A claims file must fit the tables its notebook writes at every profile: at `cpu` a table has one row per
+    seed, which a claim without a noise section over `seed` cannot reduce to one number (it read `error`)."""
+    table = notebook_claims(meta.parent.name, meta.parent)
+    errors = table[table["verdict"].astype(str).str.startswith(ERROR)]
+    assert errors.empty, errors[["id", "detail"]].to_string()
