@@ -56,7 +56,7 @@ REQUIRED_KEYS = (
     "n_docs", "top_k", "cell_timeout_s",
 )
 RUNNER_PARAMETERS = ("profile", "results_dir")  # set by the runner only
-_NOT_PARAMETERS = ("description", "extends", "notebooks", "cell_timeout_s")  # profile keys never injected
+_NOT_PARAMETERS = ("description", "extends", "notebooks", "run_first", "cell_timeout_s")  # never injected
 KERNEL = "python3"
 FORCE_ENV = "TASER_FORCE_RETRAIN"  # a forced run's start time (Unix): the run cache retrains runs finished before
 
@@ -157,6 +157,10 @@ def _validate(name: str, body: dict[str, Any], path: Path, line: int | None) -> 
     notebooks = body.get("notebooks") or {}
     if not isinstance(notebooks, dict) or not all(isinstance(v, dict) for v in notebooks.values()):
         raise FormatError(path, line, f"profiles.{name}.notebooks", "must map notebook stems to mappings")
+    run_first = body.get("run_first", [])
+    if not isinstance(run_first, list) or not all(isinstance(s, str) for s in run_first):
+        raise FormatError(path, line, f"profiles.{name}.run_first", f"must be a list of notebook stems, got "
+                                                                     f"{run_first!r}")
     for where, keys in [(f"profiles.{name}", body), *((f"profiles.{name}.notebooks.{s}", o)
                                                       for s, o in notebooks.items())]:
         reserved = [k for k in RUNNER_PARAMETERS if k in keys]
@@ -484,6 +488,17 @@ def summary_table(runs: list[NotebookRun]) -> pd.DataFrame:
                           "note": r.note} for r in runs], columns=["notebook", "status", "minutes", "note"])
 
 
+def run_order(notebooks: list[Path], run_first: list[str]) -> list[Path]:
+    """`notebooks` with the stems of `run_first` first, in that order, then the rest as given (sorted by name).
+
+    Notebooks share trained runs through the run cache, and a kernel that asks for a run another kernel is training
+    waits on its lock. With `--jobs 2` the kernels take notebooks in this order, so a profile lists first the
+    notebooks that train runs no other running notebook needs (at `cpu`: the retrievers in taser_in_domain beside
+    the CA teacher and its students in de_distillation), and the pages that only evaluate those runs later."""
+    rank = {stem: i for i, stem in enumerate(run_first)}
+    return sorted(notebooks, key=lambda p: rank.get(p.stem, len(rank)))  # stable: the rest keep their order
+
+
 def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, root: str | os.PathLike = ".",
               results_root: str | os.PathLike | None = None, profiles_file: str | os.PathLike | None = None,
               book: bool = True, out_dir: str | os.PathLike | None = None, force: bool = False) -> int:
@@ -500,11 +515,15 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
         raise ConfigError(f"unknown profile '{profile}' (known: {', '.join(profiles)})")
     if jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, got {jobs}")
-    notebooks = find_notebooks(root, only)
+    run_first = profiles[profile].get("run_first", [])
+    notebooks = run_order(find_notebooks(root, only), run_first)
     stems = {p.stem for p in find_notebooks(root)}
     stray = sorted(set(profiles[profile]["notebooks"]) - stems)
     if stray:
         print(f"note: profile '{profile}' has overrides for notebooks that do not exist yet: {', '.join(stray)}")
+    stray = sorted(set(run_first) - stems)
+    if stray:
+        print(f"note: profile '{profile}' lists in run_first notebooks that do not exist: {', '.join(stray)}")
     if not notebooks:
         print(f"no notebooks in {root / 'notebooks'}")
 

@@ -19,7 +19,7 @@ import yaml
 from taser_lib.errors import ConfigError, FormatError
 from taser_lib.reproduce import (
     PROFILES_FILE, REQUIRED_KEYS, find_notebooks, load_profiles, load_result, profile_parameters, reproduce,
-    run_notebook, save_result,
+    run_notebook, run_order, save_result,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -371,6 +371,31 @@ def test_gpu_and_full_train_every_notebook_with_three_seeds():
         for nb in find_notebooks(REPO):
             assert profile_parameters(profile, nb.stem).get("seeds", [13, 14, 15]) == [13, 14, 15], (profile, nb.stem)
     assert profile_parameters("cpu", "de_k_sweep")["seeds"] == [13]
+
+
+def test_run_first_orders_the_notebooks_and_is_validated(tmp_path, capsys):
+    paths = [Path(f"notebooks/{s}.ipynb") for s in ["a", "b", "c", "d"]]
+    assert [p.stem for p in run_order(paths, ["c", "zz", "a"])] == ["c", "a", "b", "d"]
+    assert run_order(paths, []) == paths
+    cpu = load_profiles()["cpu"]["run_first"]
+    stems = {p.stem for p in find_notebooks(REPO)}
+    assert cpu and set(cpu) <= stems and len(set(cpu)) == len(cpu)
+    # producers before the pages that only evaluate their runs
+    assert cpu.index("taser_in_domain") < cpu.index("taser_out_of_domain")
+    assert cpu.index("de_capacity") < cpu.index("de_learning_curves")   # the subject CAs both pages compare
+    assert "run_first" not in profile_parameters("cpu", "baselines")    # not a notebook parameter
+    extra = tmp_path / "order.yaml"
+    extra.write_text(yaml.safe_dump({"profiles": {"bad": {"extends": "cpu", "run_first": "baselines"}}}))
+    with pytest.raises(FormatError, match="profiles.bad.run_first"):
+        load_profiles(extra)
+    for stem in ["b", "a"]:
+        write_notebook(tmp_path / "repo" / "notebooks" / f"{stem}.ipynb", "x = 1")
+    extra.write_text(yaml.safe_dump({"profiles": {"ordered": {"extends": "smoke", "run_first": ["b", "gone"],
+                                                              "notebooks": {}}}}))
+    reproduce("ordered", root=tmp_path / "repo", profiles_file=extra, book=False, jobs=1)
+    out = capsys.readouterr().out
+    assert out.index("[1/2] b") < out.index("[2/2] a")
+    assert "run_first notebooks that do not exist: gone" in out
 
 
 def test_only_names_must_exist(tmp_path):
