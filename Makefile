@@ -8,6 +8,9 @@ BIN         := $(VENV)/bin
 # On GPU nodes use environment.yml instead (conda: CUDA PyTorch + faiss-gpu).
 TORCH_SPEC  ?= torch==2.13.0
 PROFILE     ?= cpu
+# Notebooks at a time, each kernel with cores/JOBS threads: two one-thread kernels use 2 cores better than one
+# two-thread kernel (the cpu profile's ~4-hour budget assumes 2). Use JOBS=1 on a one-GPU node.
+JOBS        ?= 2
 # The offline data mirror: ../shared/data beside the checkout (override for your own mirror).
 export TASER_DATA_MIRROR ?= $(abspath ../shared/data)
 export TASER_DATA_DIR    ?= $(abspath .cache/data)
@@ -32,7 +35,7 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null)
 
 reproduce: setup
-	$(BIN)/taser reproduce --profile $(PROFILE)
+	$(BIN)/taser reproduce --profile $(PROFILE) --jobs $(JOBS)
 
 book: setup
 	$(BIN)/taser book
