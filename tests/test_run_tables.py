@@ -102,6 +102,13 @@ def test_curve_endpoints_average_each_runs_first_and_last_evaluation():
     assert list(ends.columns) == ["model", "split", "point", "step", "value", "std", "n"]
     with pytest.raises(KeyError, match="split"):
         curve_endpoints(pd.DataFrame(rows).drop(columns="split"))
+    # naming the seed in `by` keeps each seed's own end points (the claims' paired tests over seeds)
+    per_seed = curve_endpoints(pd.DataFrame(rows), by=["model", "split", "seed"])
+    assert list(per_seed.columns) == ["model", "split", "seed", "point", "step", "value", "std", "n"]
+    de_seeds = per_seed[per_seed["model"] == "de"].set_index(["split", "seed", "point"])["value"]
+    assert de_seeds[("train", 1, "last")] == pytest.approx(0.8) and de_seeds[("train", 2, "last")] == pytest.approx(0.9)
+    assert de_seeds[("test", 2, "first")] == pytest.approx(0.3)
+    assert set(per_seed["n"]) == {1} and len(per_seed) == 2 * 2 * 2 + 2
 
 
 def test_comparisons_as_a_table_and_as_sentences():

@@ -3,6 +3,7 @@ between models as a table, and one sentence per comparison that the page prints 
 testbed check: does the CA beat the zero-shot and the one-hot DE on test?).
 
     >>> curve_endpoints(curves)            # model, split, point (first / last), step, value (mean over seeds), std, n
+    >>> curve_endpoints(curves, by=["model", "split", "seed"])   # each seed's own: the claims' paired tests
     >>> comparisons = compare_systems({"ca": ca_dirs, "de": de_dirs, "zero-shot": [zs]}, "MRR@10",
     ...                               pairs=[("ca", "zero-shot"), ("ca", "de")])
     >>> comparison_table(comparisons)      # a, b, mean_a, mean_b, a − b, p (randomisation), p (Holm), questions, ...
@@ -11,7 +12,8 @@ testbed check: does the CA beat the zero-shot and the one-hot DE on test?).
 
 `curve_endpoints`: for each run (model, seed, split) its first evaluation (the smallest step: step 0, the starting
 model, when the loop evaluated there) and its last (the largest step: the end of training, not the selected
-checkpoint), then the mean over seeds. A claim on "the gap at the end" reads `point == "last"`.
+checkpoint), then the mean over seeds (none when `by` names the seed column: one row per seed, n = 1). A claim on
+"the gap at the end" reads `point == "last"`.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ POINTS = ("first", "last")
 def curve_endpoints(curves: pd.DataFrame, by: Sequence[str] = ("model", "split"), *, value: str = "value",
                     step: str = "step", seed: str = "seed") -> pd.DataFrame:
     """One row per (`by`..., point): the first and the last evaluation of each run (see the module docstring),
-    averaged over the `seed` column when there is one; columns *by, point, step, value, std (sample std over seeds;
-    NaN for one seed), n (seeds)."""
+    averaged over the `seed` column when there is one and `by` does not name it; columns *by, point, step, value,
+    std (sample std over seeds; NaN for one seed), n (seeds)."""
     by = list(by)
     missing = [c for c in [*by, value, step] if c not in curves.columns]
     if missing:
@@ -37,7 +39,7 @@ def curve_endpoints(curves: pd.DataFrame, by: Sequence[str] = ("model", "split")
     if curves.empty:
         raise ValueError("curve_endpoints: the curves are empty")
     frame = curves.dropna(subset=[value])
-    runs = [*by, seed] if seed in frame.columns else by
+    runs = [*by, seed] if seed in frame.columns and seed not in by else by
     frame = frame.sort_values(step, kind="stable")
     grouped = frame.groupby(runs, sort=False, dropna=False)
     ends = pd.concat([grouped.head(1).assign(point="first"), grouped.tail(1).assign(point="last")])
