@@ -110,10 +110,58 @@ def test_disagreement_summary_reports_share_of_negatives_and_overlaps():
     pairs = disagreements(frame, low="CA", high="DE", n=2)
     out = disagreement_summary(frame, pairs, rset).set_index("statistic")["value"]
     assert out["pairs"] == 2 and out["negative_share"] == 1.0
+    assert out["negative_base_rate"] == pytest.approx(4 / 6)       # 2 positives among the 6 candidates
     # every toy query shares no content word with its passages
     assert out["overlap_pairs"] == 0.0 and out["overlap_negatives"] == 0.0
     with pytest.raises(ValueError):
         disagreement_summary(frame, pairs.iloc[:0], rset)
+
+
+def worded_set():
+    """Two questions whose passages share some of their words: q1's pair d2 shares both, its other negative d1
+    one of two; q2's pair d4 shares one of three, its other negatives d5 none and d3 two of three."""
+    corpus = {"d0": Document("d0", "Paris is the capital of France.", title="Paris"),
+              "d1": Document("d1", "A capital city.", title="Cities"),
+              "d2": Document("d2", "France has a capital.", title="France"),
+              "d3": Document("d3", "Tesla worked on motors.", title="Tesla"),
+              "d4": Document("d4", "Nothing about him, in 1888.", title="Years"),
+              "d5": Document("d5", "Unrelated words only.", title="Other"),
+              "d6": Document("d6", "Tesla's 1888 motors.", title="Tesla")}
+    queries = {"q1": Query("q1", "What is the capital of France?"),
+               "q2": Query("q2", "What did Tesla work on in 1888?")}
+    return RerankingSet(queries, corpus, {"q1": ["d0", "d1", "d2"], "q2": ["d6", "d3", "d4", "d5"]},
+                        {"q1": [1, 0, 0], "q2": [1, 0, 0, 0]}, "toy", "test")
+
+
+def test_disagreement_per_query_gives_one_row_per_pair_and_statistic():
+    from taser_lib.evaluation.disagreement import disagreement_per_query, token_overlap
+    rset = worded_set()
+    ca = {"q1": np.array([8.0, -2.0, -6.0]), "q2": np.array([7.0, 1.0, -5.0, -4.0])}
+    de = {"q1": np.array([15.0, 12.0, 16.0]), "q2": np.array([16.0, 12.0, 15.0, 10.0])}
+    frame = score_frames(rset, {"CA": ca, "DE": de})
+    pairs = disagreements(frame, low="CA", high="DE", n=2)
+    assert sorted(zip(pairs["query_id"], pairs["doc_id"])) == [("q1", "d2"), ("q2", "d4")]
+    out = disagreement_per_query(frame, pairs, rset).pivot(index="query_id", columns="statistic", values="value")
+    assert list(out["negative"]) == [1.0, 1.0]
+    assert out.loc["q1", "overlap_pair"] == 1.0                     # capital, france: both in d2
+    assert out.loc["q1", "overlap_query_negatives"] == 0.5          # d1 (capital) alone: the pair is left out
+    q2 = "What did Tesla work on in 1888?"                          # content words: tesla, work, 1888
+    assert out.loc["q2", "overlap_pair"] == pytest.approx(1 / 3)
+    expected = (token_overlap(q2, rset.corpus["d3"]) + token_overlap(q2, rset.corpus["d5"])) / 2
+    assert out.loc["q2", "overlap_query_negatives"] == pytest.approx(expected) == pytest.approx(1 / 6)
+    # a positive pair counts 0 in `negative`
+    positive = disagreements(frame, low="CA", high="DE", n=1, label="pos")
+    assert disagreement_per_query(frame, positive, rset).set_index("statistic").loc["negative", "value"] == 0.0
+
+
+def test_disagreement_per_query_needs_one_pair_per_question():
+    from taser_lib.evaluation.disagreement import disagreement_per_query
+    rset, ca, de, frame = frames()
+    several = disagreements(frame, low="CA", high="DE", n=4, per_query=2)
+    with pytest.raises(ValueError, match="one pair per question"):
+        disagreement_per_query(frame, several, rset)
+    with pytest.raises(ValueError, match="no disagreement pairs"):
+        disagreement_per_query(frame, several.iloc[:0], rset)
 
 
 def test_disagreement_scatter_draws_every_pair_and_circles_the_chosen(tmp_path):

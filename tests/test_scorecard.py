@@ -365,6 +365,45 @@ def test_a_missing_noise_table_is_not_run(tmp_path):
     assert verdict.ours == "squad-open: taser=2, dpr=1"
 
 
+SHARE = """\
+claims:
+  - id: B-1
+    paper: B
+    where: Table 3
+    statement: most disagreement pairs are negatives
+    paper_numbers: qualitative
+    table: summary
+    quantities:
+      share: {statistic: negative_share}
+    test: share > 0.5
+    noise:
+      key: query_id
+      test: randomisation
+      table: per_query
+      quantities:
+        share: {statistic: negative}
+      compare: [share > 0.5]
+"""
+
+
+@pytest.mark.parametrize("negatives", [9, 6])
+def test_a_share_against_a_constant_is_an_exact_sign_test(tmp_path, negatives):
+    """A comparison with a number on one side flips the sign of each question's difference: over 0/1 values
+    that is the exact two-sided binomial (sign) test."""
+    from scipy.stats import binomtest
+    root = make_repo(tmp_path, {"nb": SHARE}, notebooks=("nb",))
+    indicator = [1.0] * negatives + [0.0] * (10 - negatives)
+    publish(root, "cpu", "nb", "per_query", pd.DataFrame({
+        "query_id": [f"q{i}" for i in range(10)], "statistic": "negative", "value": indicator}))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"statistic": ["negative_share"],
+                                                         "value": [negatives / 10]}))
+    verdict = verdicts(root)["B-1"]
+    expected = binomtest(negatives, 10, 0.5).pvalue
+    assert verdict.p_value == pytest.approx(expected)
+    assert verdict.status == (HOLDS if expected < 0.05 else WITHIN_NOISE)
+    assert "over 10 values of 'query_id'" in verdict.detail
+
+
 SEEDS = """\
 claims:
   - id: S-1

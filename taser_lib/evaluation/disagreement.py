@@ -17,7 +17,10 @@
   `token_overlap` is the share of a query's distinct word tokens (lower-cased runs of letters and digits, English
   stop words left out) that occur in the passage's title or text; `disagreement_summary` compares the overlap of
   the disagreement pairs with that of every negative and every positive pair, and gives the share of negatives
-  among the pairs ("in most of these cases, the passage is not relevant").
+  among the pairs ("in most of these cases, the passage is not relevant"). `disagreement_per_query` gives the same
+  statistics one row per question (each question gives one pair), for the scorecard's paired tests: whether the
+  pair is a negative (a sign test of "most are negatives" against 0.5), and its overlap beside the mean overlap of
+  the same question's other negatives (a paired test of "more overlap than a typical negative").
 """
 
 from __future__ import annotations
@@ -188,7 +191,8 @@ def token_overlap(query: str, passage: Any) -> float:
 
 def disagreement_summary(frame: pd.DataFrame, pairs: pd.DataFrame, rset: Any) -> pd.DataFrame:
     """Long table (statistic, value) on the disagreement `pairs` (`disagreements`' output) of a score `frame`:
-    `pairs`, `negative_share` (share of negatives among them), `overlap_pairs` (their mean `token_overlap`), and
+    `pairs`, `negative_share` (share of negatives among them), `negative_base_rate` (the share of negatives among
+    every distinct pair of the frame: what a random pick would give), `overlap_pairs` (their mean `token_overlap`), and
     for reference `overlap_negatives` / `overlap_positives` (mean over every distinct negative / positive (query,
     candidate) pair of the frame)."""
     if pairs.empty:
@@ -200,6 +204,31 @@ def disagreement_summary(frame: pd.DataFrame, pairs: pd.DataFrame, rset: Any) ->
         return float(np.nanmean(values)) if values else float("nan")
 
     rows = [("pairs", float(len(pairs))), ("negative_share", float((pairs["label"] == "neg").mean())),
+            ("negative_base_rate", float((unique["label"] == "neg").mean())),
             ("overlap_pairs", overlap(pairs)), ("overlap_negatives", overlap(unique[unique["label"] == "neg"])),
             ("overlap_positives", overlap(unique[unique["label"] == "pos"]))]
     return pd.DataFrame(rows, columns=["statistic", "value"])
+
+
+def disagreement_per_query(frame: pd.DataFrame, pairs: pd.DataFrame, rset: Any) -> pd.DataFrame:
+    """Long table (query_id, statistic, value), one row per disagreement pair and statistic, for paired tests over
+    questions: `negative` (1.0 when the pair's passage is a negative, else 0.0), `overlap_pair` (its
+    `token_overlap`) and `overlap_query_negatives` (the mean overlap of the question's other negatives in `frame`;
+    NaN when it has none). `pairs` must hold one pair per question (`disagreements(per_query=1)`)."""
+    if pairs.empty:
+        raise ValueError("no disagreement pairs to test")
+    repeated = pairs["query_id"][pairs["query_id"].duplicated()].unique()
+    if len(repeated):
+        raise ValueError(f"one pair per question is needed for paired tests; {len(repeated)} question(s) have "
+                         f"several, e.g. {repeated[0]!r} (use disagreements(..., per_query=1))")
+    unique = frame.drop_duplicates(["query_id", "doc_id"])
+    negatives = unique[unique["label"] == "neg"]
+    rows = []
+    for qid, did, label in zip(pairs["query_id"], pairs["doc_id"], pairs["label"]):
+        query = rset.queries[qid].text
+        others = negatives[(negatives["query_id"] == qid) & (negatives["doc_id"] != did)]["doc_id"]
+        overlaps = [v for v in (token_overlap(query, rset.corpus[d]) for d in others) if not np.isnan(v)]
+        rows += [(qid, "negative", float(label == "neg")),
+                 (qid, "overlap_pair", token_overlap(query, rset.corpus[did])),
+                 (qid, "overlap_query_negatives", float(np.mean(overlaps)) if overlaps else float("nan"))]
+    return pd.DataFrame(rows, columns=["query_id", "statistic", "value"])
