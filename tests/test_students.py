@@ -23,8 +23,21 @@ def test_parse_size_reads_layers_and_embedding_size():
 
 
 def test_truncate_keeps_layers_and_projects_the_embedding():
-    assert size_overrides("2-384") == ["model.overrides.num_hidden_layers=2", "model.overrides.projection_dim=384"]
-    assert size_overrides("-64") == ["model.overrides.projection_dim=64"]
+    # the default is MiniLM-L6-H384: an L or H equal to its own needs no override
+    assert size_overrides("2-64") == ["model.overrides.num_hidden_layers=2", "model.overrides.projection_dim=64"]
+    assert size_overrides("2-384") == ["model.overrides.num_hidden_layers=2"]
+    assert size_overrides("-64") == size_overrides("6-64") == ["model.overrides.projection_dim=64"]
+    assert size_overrides("6-384") == []
+    with pytest.raises(ConfigError, match="cannot keep 8"):
+        size_overrides("8-128")
+
+
+def test_students_and_the_capacity_pages_read_a_size_alike():
+    """de_distillation's small students and de_capacity's DEs of one size are the same runs (same overrides)."""
+    from taser_lib.training import capacity
+    shape = capacity.checkpoint_shape("default")
+    for size in ["2-64", "2-384", "6-128", "6-384", "4-256"]:
+        assert size_overrides(size) == capacity.size_overrides(capacity.parse_size(size), "distill", shape), size
 
 
 def test_hub_names_turc_et_al_checkpoints():

@@ -44,7 +44,7 @@ from .run_tables import train_test_rows
 
 KINDS = ("cross-encoder", "distill")
 TURC = "google/bert_uncased_L-{layers}_H-{hidden}_A-{heads}"
-_SIZE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+_SIZE = re.compile(r"^\s*(\d*)\s*-\s*(\d+)\s*$")
 _ENTRY_KEYS = ("size", "checkpoint", "label")
 
 
@@ -78,11 +78,24 @@ def turc_checkpoint(layers: int, hidden: int) -> str:
     return TURC.format(layers=layers, hidden=hidden, heads=hidden // 64)
 
 
-def _parse_text(text: str, where: str) -> tuple[int, int]:
+def parse_layers_dim(text: str, where: str = "size", *, all_layers: bool = False) -> tuple[int | None, int]:
+    """"6-128" -> (6, 128): layers and embedding size; with `all_layers`, "-128" -> (None, 128) (every layer of the
+    model). The one reader of "L-H" (also `students.parse_size`)."""
     match = _SIZE.match(str(text))
-    if not match:
-        raise ConfigError(f"{where}: a size is 'L-H' (layers-embedding size, e.g. '6-384'), got {text!r}")
-    return int(match.group(1)), int(match.group(2))
+    if not match or (not match.group(1) and not all_layers):
+        shape = "'L-H' or '-H'" if all_layers else "'L-H'"
+        raise ConfigError(f"{where}: a size is {shape} (layers-embedding size, e.g. '6-384'), got {text!r}")
+    layers = int(match.group(1)) if match.group(1) else None
+    dim = int(match.group(2))
+    if (layers is not None and layers < 1) or dim < 1:
+        raise ConfigError(f"{where}: a size needs at least 1 layer and 1 dimension, got {text!r}")
+    return layers, dim
+
+
+def _parse_text(text: str, where: str) -> tuple[int, int]:
+    layers, dim = parse_layers_dim(text, where)
+    assert layers is not None
+    return layers, dim
 
 
 def parse_size(entry: str | Mapping[str, Any], where: str = "sizes") -> Size:

@@ -6,35 +6,27 @@ layers, embeddings of size H (the paper's students: 6-768, 6-128, 2-768). Two wa
 
 - `source="truncate"` (offline; the cpu and gpu profiles): the profile's model (the packaged MiniLM-L6-H384) keeps
   its first L layers (`model.overrides.num_hidden_layers`) and gains a learned linear map of the pooled vector to H
-  dimensions (`model.overrides.projection_dim`; it starts as a random orthogonal map, so an H equal to the model's
-  hidden size starts as the untouched model). This stands in for a smaller BERT: the hidden width inside the layers
-  stays the model's own (384), only the depth and the embedding shrink. `L` may be left out (`"-128"`: every layer).
+  dimensions (`model.overrides.projection_dim`). This stands in for a smaller BERT: the hidden width inside the
+  layers stays the model's own (384), only the depth and the embedding shrink. `L` may be left out (`"-128"`: every
+  layer). The rule is `capacity.size_overrides`' (the capacity pages' DEs): an L or H equal to the model's own
+  gives no override, so "2-384" on MiniLM-L6-H384 is its first 2 layers with no projection, the very run (same
+  cache key) that de_capacity trains at that size, and "6-384" is the model itself.
 - `source="hub"` (`full`): Turc et al.'s checkpoint `google/bert_uncased_L-{L}_H-{H}_A-{H/64}` (BERT's 64-dim heads),
   which needs the network or a filled Hugging Face cache.
 """
 
 from __future__ import annotations
 
-import re
-
 from ..errors import ConfigError
-from .capacity import turc_checkpoint
+from . import capacity
 
 SOURCES: tuple[str, ...] = ("truncate", "hub")
 TESTBEDS: tuple[str, ...] = ("squad-open", "wikiqa", "trecqa", "msmarco-passage")
-_SIZE = re.compile(r"^\s*(\d*)\s*-\s*(\d+)\s*$")
 
 
 def parse_size(size: str) -> tuple[int | None, int]:
     """"6-128" -> (6, 128); "-128" -> (None, 128): layers (None: all) and embedding size."""
-    match = _SIZE.match(str(size))
-    if not match:
-        raise ConfigError(f"a student size is 'L-H' (layers - embedding size, e.g. '6-128'), got {size!r}")
-    layers = int(match.group(1)) if match.group(1) else None
-    dim = int(match.group(2))
-    if (layers is not None and layers < 1) or dim < 1:
-        raise ConfigError(f"student size {size!r}: layers and embedding size must be >= 1")
-    return layers, dim
+    return capacity.parse_layers_dim(size, "student size", all_layers=True)
 
 
 def hub_name(size: str) -> str:
@@ -42,18 +34,19 @@ def hub_name(size: str) -> str:
     layers, dim = parse_size(size)
     if layers is None:
         raise ConfigError(f"student size {size!r}: Turc et al.'s BERTs need L (L in 2..12, H in 128, 256, 512, 768)")
-    return turc_checkpoint(layers, dim)
+    return capacity.turc_checkpoint(layers, dim)
 
 
-def size_overrides(size: str, source: str = "truncate") -> list[str]:
-    """Dotted overrides of a re-ranking student's config that make it a student of `size` (module docstring)."""
+def size_overrides(size: str, source: str = "truncate", model: str = "default") -> list[str]:
+    """Dotted overrides of a re-ranking student's config that make it a student of `size` (module docstring);
+    `model` is the checkpoint the student starts from (its shape decides which overrides are needed)."""
     if source not in SOURCES:
         raise ConfigError(f"student size source must be one of {SOURCES}, got {source!r}")
     if source == "hub":
         return [f"model.name_or_path={hub_name(size)}"]
     layers, dim = parse_size(size)
-    out = [] if layers is None else [f"model.overrides.num_hidden_layers={layers}"]
-    return [*out, f"model.overrides.projection_dim={dim}"]
+    shape = capacity.checkpoint_shape(model)
+    return capacity.size_overrides(capacity.Size(shape[0] if layers is None else layers, dim), "distill", shape)
 
 
 def testbed_overrides(testbed: str) -> list[str]:
