@@ -394,6 +394,18 @@ def _remove_if_empty(folder: Path) -> None:
         pass
 
 
+def _discard(staging: Path, executed: Path, failed_copy: Path) -> bool:
+    """Remove a run's staging folder, first moving its executed notebook (if any) to `failed_copy`; True if moved.
+    The published result, if any, is never touched."""
+    moved = executed.exists()
+    if moved:
+        failed_copy.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(executed, failed_copy)
+    shutil.rmtree(staging, ignore_errors=True)
+    _remove_if_empty(staging.parent)
+    return moved
+
+
 def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,
                  overrides: Mapping[str, Any] | None = None,
                  profiles: Mapping[str, Mapping[str, Any]] | None = None,
@@ -435,17 +447,16 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
         error = f"{err.ename}: {err.evalue}".strip()
     except Exception as err:  # a dead kernel or a cell timeout: this notebook failed, the others still run
         error = f"{type(err).__name__}: {err}"
+    except BaseException:  # Ctrl-C (or SystemExit): keep what ran in _failed, leave no staging folder behind
+        _discard(staging, executed, profile_dir / "_failed" / f"{stem}.ipynb")
+        raise
     wall = time.time() - started
 
     failed_copy = profile_dir / "_failed" / f"{stem}.ipynb"
     if error is not None:
         note = error.splitlines()[0][:200] if error else "failed"
-        if executed.exists():
-            failed_copy.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(executed, failed_copy)
+        if _discard(staging, executed, failed_copy):
             note += f" (executed notebook: {failed_copy})"
-        shutil.rmtree(staging, ignore_errors=True)
-        _remove_if_empty(staging.parent)
         return NotebookRun(stem, "failed", wall / 60, note)
 
     final = profile_dir / stem

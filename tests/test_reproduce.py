@@ -224,6 +224,26 @@ def test_failed_run_keeps_the_good_result(repo, tmp_path):
     assert not (results / "smoke" / "_failed" / "tiny.ipynb").exists()
 
 
+def test_an_interrupted_run_leaves_no_staging_folder(repo, tmp_path, monkeypatch):
+    import papermill
+    results = tmp_path / "results"
+    notebook = repo / "notebooks" / "tiny.ipynb"
+    assert run_notebook(notebook, "smoke", results, progress=False).status == "ok"
+    out = results / "smoke" / "tiny"
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(input_path, output_path, **kwargs):  # Ctrl-C after the kernel wrote part of the notebook
+        Path(output_path).write_text(Path(input_path).read_text())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(papermill, "execute_notebook", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_notebook(notebook, "smoke", results, progress=False)
+    assert not (results / "smoke" / ".staging").exists()
+    assert (results / "smoke" / "_failed" / "tiny.ipynb").exists()       # what ran is kept for a look
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before      # the published result is untouched
+
+
 def test_notebook_must_declare_runner_parameters_and_overrides(tmp_path):
     nb = write_notebook(tmp_path / "notebooks" / "bare.ipynb", GOOD, parameters="n_queries = 3")
     with pytest.raises(ConfigError, match="must declare profile, results_dir"):
