@@ -431,6 +431,7 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     params["results_dir"] = os.path.relpath(staging, path.parent)
     cell_timeout = profiles[profile].get("cell_timeout_s")
     executed = staging / EXECUTED_NAME
+    failed_copy = profile_dir / "_failed" / f"{stem}.ipynb"
     started = time.time()
     start_utc = run_metadata()["time_utc"]
     error: str | None = None
@@ -448,11 +449,10 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     except Exception as err:  # a dead kernel or a cell timeout: this notebook failed, the others still run
         error = f"{type(err).__name__}: {err}"
     except BaseException:  # Ctrl-C (or SystemExit): keep what ran in _failed, leave no staging folder behind
-        _discard(staging, executed, profile_dir / "_failed" / f"{stem}.ipynb")
+        _discard(staging, executed, failed_copy)
         raise
     wall = time.time() - started
 
-    failed_copy = profile_dir / "_failed" / f"{stem}.ipynb"
     if error is not None:
         note = error.splitlines()[0][:200] if error else "failed"
         if _discard(staging, executed, failed_copy):
