@@ -387,10 +387,18 @@ def test_seeds_follow_seed_and_are_validated(tmp_path):
 def test_gpu_and_full_train_every_notebook_with_three_seeds():
     """`gpu` extends `cpu` and inherits its per-notebook overrides, including the one-seed pages (Tables 6-9, 12):
     the larger profiles must put the seeds back, or their verdicts would rest on one seed."""
+    profiles = load_profiles()
     for profile in ("gpu", "full"):
         for nb in find_notebooks(REPO):
-            assert profile_parameters(profile, nb.stem).get("seeds", [13, 14, 15]) == [13, 14, 15], (profile, nb.stem)
+            params = profile_parameters(profile, nb.stem)
+            assert params.get("seeds", [13, 14, 15]) == [13, 14, 15], (profile, nb.stem)
+            # and every other seed list a profile sets for the page (e.g. de_distillation's small_seeds), where None
+            # means "seeds"
+            for key in profiles[profile]["notebooks"].get(nb.stem, {}):
+                if key.endswith("_seeds"):
+                    assert params[key] in (None, [13, 14, 15]), (profile, nb.stem, key, params[key])
     assert profile_parameters("cpu", "de_k_sweep")["seeds"] == [13]
+    assert profile_parameters("cpu", "de_distillation")["small_seeds"] == [13]
 
 
 def test_run_first_orders_the_notebooks_and_is_validated(tmp_path, capsys):
