@@ -71,11 +71,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stage(out_dir: str, rank: int, name: str) -> None:
+    """Record how far a worker got, so that a hung run says where it hung."""
+    with open(os.path.join(out_dir, f"rank{rank}.stages"), "a") as f:
+        f.write(f"{time.monotonic():.1f} {name}\n")
+
+
 def worker(rank: int, port: int, out_dir: str) -> None:
+    stage(out_dir, rank, "started")
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
                       WORLD_SIZE=str(WORLD))
     torch.set_num_threads(1)
     assert D.init_distributed(backend="gloo", timeout_s=60)
+    stage(out_dir, rank, "joined the process group")
     try:
         assert (D.get_rank(), D.get_world_size(), D.is_main_process()) == (rank, WORLD, rank == 0)
         model = torch.nn.parallel.DistributedDataParallel(encoder())
@@ -104,8 +112,10 @@ def worker(rank: int, port: int, out_dir: str) -> None:
                     "token_loss": D.all_reduce_mean(token_loss),
                     "token_grads": {k: v.grad for k, v in colbert.module.named_parameters()}},
                    os.path.join(out_dir, f"rank{rank}.pt"))
+        stage(out_dir, rank, "saved its results")
     finally:
         D.destroy_distributed()
+    stage(out_dir, rank, "left the process group")
 
 
 def test_two_gloo_processes_match_one_process_on_the_concatenated_batch(tmp_path):
@@ -114,7 +124,11 @@ def test_two_gloo_processes_match_one_process_on_the_concatenated_batch(tmp_path
     deadline = time.monotonic() + 120
     try:
         while not ctx.join(timeout=1):  # raises if a worker failed
-            assert time.monotonic() < deadline, "the 2 gloo workers did not finish within 120 s"
+            assert time.monotonic() < deadline, (
+                f"the 2 gloo workers did not finish within 120 s (now {time.monotonic():.1f}); stages reached: "
+                + "; ".join(f"rank {r}: " + ((tmp_path / f"rank{r}.stages").read_text().strip().replace("\n", ", ")
+                                             if (tmp_path / f"rank{r}.stages").is_file() else "none")
+                            for r in range(WORLD)))
     finally:
         for proc in ctx.processes:
             if proc.is_alive():
