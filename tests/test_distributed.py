@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -77,6 +78,12 @@ def stage(out_dir: str, rank: int, name: str) -> None:
         f.write(f"{time.monotonic():.1f} {name}\n")
 
 
+def stages_reached(out_dir: Path) -> str:
+    files = {r: out_dir / f"rank{r}.stages" for r in range(WORLD)}
+    return "; ".join(f"rank {r}: " + (f.read_text().strip().replace("\n", ", ") if f.is_file() else "no stage")
+                     for r, f in files.items())
+
+
 def worker(rank: int, port: int, out_dir: str) -> None:
     stage(out_dir, rank, "started")
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
@@ -124,11 +131,8 @@ def test_two_gloo_processes_match_one_process_on_the_concatenated_batch(tmp_path
     deadline = time.monotonic() + 120
     try:
         while not ctx.join(timeout=1):  # raises if a worker failed
-            assert time.monotonic() < deadline, (
-                f"the 2 gloo workers did not finish within 120 s (now {time.monotonic():.1f}); stages reached: "
-                + "; ".join(f"rank {r}: " + ((tmp_path / f"rank{r}.stages").read_text().strip().replace("\n", ", ")
-                                             if (tmp_path / f"rank{r}.stages").is_file() else "none")
-                            for r in range(WORLD)))
+            assert time.monotonic() < deadline, (f"the 2 gloo workers did not finish within 120 s (now "
+                                                 f"{time.monotonic():.1f}); {stages_reached(tmp_path)}")
     finally:
         for proc in ctx.processes:
             if proc.is_alive():
