@@ -23,18 +23,42 @@ file, the line and the field):
         over: dataset              # optional: apply the test per value of this column (each must hold) ...
         groups: [dpr-nq, squad-open]   # ... optional: only these values (default: every value all quantities have)
         noise:                     # optional: how to tell a real difference from noise
-          key: query_id            # the column pairing the two sides: the query id (per-query values) or `seed`
-          test: randomisation      # paired randomisation test, or `t-test` (paired t-test)
-          compare: [taser >= dpr]  # the comparisons the test must separate, `left <op> right`, each side an
-                                   # expression over the quantities, evaluated per key
+          key: query_id            # the column pairing the two sides: the query id (per-query values), `seed`,
+                                   # or `replicate` (bootstrap replicates)
+          test: non-inferiority    # the test the claim's words call for (taser_lib.evaluation.hypothesis):
+                                   #   randomisation / t-test: paired, two-sided ("A beats B");
+                                   #   equivalence: two one-sided tests within `margin` ("within m"; compare
+                                   #     'a == b');
+                                   #   non-inferiority: one-sided, A not worse than B by `margin` ("on par");
+                                   #   binomial: exact test of a 0/1 quantity's share against a number
+                                   #     ('share > 0.5': "most");
+                                   #   two-sample: permutation test of two unpaired groups;
+                                   #   bootstrap: replicates of a pooled statistic (key `replicate`)
+          margin: 0.5              # equivalence and non-inferiority: the claim's margin, in the value's units
+          method: randomisation    # optional, margin tests: randomisation or t-test (default: t-test over seeds)
+          compare: [taser >= dpr]  # the comparisons to test, `left <op> right`, each side an expression over the
+                                   # quantities, evaluated per key
           table: retrieval_per_query   # optional (default: the claim's table)
           column: value            # optional (default: the claim's column)
           alpha: 0.05              # optional (default 0.05)
           quantities: {...}        # optional: filters in the noise table (default: the claim's quantities)
+        requires: [r20-below-ceiling]  # optional: preconditions (below) or other claims' ids that must hold;
+                                   # when one does not, the claim is *not testable here*, with its measurement
+        paper_values: {taser: 83.6, dpr: 82.5}  # optional: the paper's number per quantity, for the effect ratio
+    preconditions:                 # optional: what must hold for claims to be testable, each a measured quantity
+      r20-below-ceiling:           # with its own test; read like a claim (statement, table, column, quantities,
+        statement: ...             # test, over, groups, noise), without paper, where or paper_numbers
+        table: retrieval
+        quantities:
+          zero_shot: {model: zero-shot, metric: R@20, split: test}
+        test: zero_shot < 90
+        over: dataset              # a precondition per value of the claim's own `over` column excludes only the
+                                   # values where it does not hold
 
 The noise table holds one row per key for each quantity (several rows with the same key are averaged, e.g. the
-seeds of one query). When the claim's own table holds several rows per quantity, one per key (e.g. one per seed),
-the quantity's number is their mean.
+seeds of one query). The verdict's direction is that of the means the test uses (per key), never of a pooled number
+computed otherwise. When the claim's own table holds several rows per quantity, one per key (e.g. one per seed),
+the quantity's number is their mean; a quantity's `aggregate: min` or `max` takes their minimum or maximum.
 """
 
 from __future__ import annotations
@@ -54,15 +78,19 @@ from .errors import ConfigError, FormatError
 
 CLAIMS_FOLDER = ("notebooks", "claims")
 PAPERS_FILE = "_papers.yaml"
-NOISE_TESTS = ("randomisation", "t-test")
+NOISE_TESTS = ("randomisation", "t-test", "equivalence", "non-inferiority", "binomial", "two-sample", "bootstrap")
+MARGIN_TESTS = ("equivalence", "non-inferiority")  # need `margin`
+AGGREGATES = ("mean", "min", "max")
 DEFAULT_ALPHA = 0.05
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_QUANTITY_KEYS = ("notebook", "table", "column")  # in a quantity: overrides, not filters
+_QUANTITY_KEYS = ("notebook", "table", "column", "aggregate")  # in a quantity: overrides, not filters
 _CLAIM_REQUIRED = ("id", "paper", "where", "statement", "paper_numbers", "table", "quantities", "test")
-_CLAIM_OPTIONAL = ("column", "over", "groups", "noise")
+_CLAIM_OPTIONAL = ("column", "over", "groups", "noise", "requires", "paper_values")
+_PRECONDITION_REQUIRED = ("statement", "table", "quantities", "test")
+_PRECONDITION_OPTIONAL = ("column", "over", "groups", "noise")
 _NOISE_REQUIRED = ("key", "test", "compare")
-_NOISE_OPTIONAL = ("table", "column", "alpha", "quantities")
-_FILE_KEYS = ("claims", "metrics")
+_NOISE_OPTIONAL = ("table", "column", "alpha", "quantities", "margin", "method")
+_FILE_KEYS = ("claims", "metrics", "preconditions")
 
 
 # ----------------------------------------------------------------------------------------------- the data
@@ -71,12 +99,15 @@ _FILE_KEYS = ("claims", "metrics")
 class Quantity:
     """The `column` value of the single row of a result table whose columns equal `where`.
 
-    `notebook`, `table` and `column` default to the claim's."""
+    `notebook`, `table` and `column` default to the claim's. Several matching rows are averaged over the noise key
+    (one row per seed, say); `aggregate: min` or `max` takes their minimum or maximum instead (a precondition such
+    as "every seed selected a step past 0")."""
 
     where: Mapping[str, Any]
     notebook: str | None = None
     table: str | None = None
     column: str | None = None
+    aggregate: str | None = None
 
     def __repr__(self) -> str:
         return "{" + ", ".join(f"{k}: {v}" for k, v in self.where.items()) + "}"
@@ -101,6 +132,12 @@ class Noise:
     column: str | None = None                   # default: the claim's
     alpha: float = DEFAULT_ALPHA
     quantities: Mapping[str, Quantity] | None = None  # default: the claim's
+    margin: float | None = None                 # equivalence / non-inferiority margin, in the value's units
+    method: str | None = None                   # randomisation | t-test under a margin test (default: by the key)
+
+    @property
+    def paired(self) -> bool:
+        return self.test not in ("binomial", "two-sample", "bootstrap")
 
 
 @dataclass(frozen=True)
@@ -119,6 +156,8 @@ class Claim:
     column: str = "value"
     noise: Noise | None = None
     source: str = ""                # file:line of the claim
+    requires: tuple[str, ...] = ()  # preconditions (this file's `preconditions`, or other claims' ids) that must hold
+    paper_values: Mapping[str, float] | None = None  # the paper's number per quantity (effect ratio, delta RI)
 
     def notebooks(self) -> tuple[str, ...]:
         """Every notebook whose results the claim reads (its own first)."""
@@ -132,6 +171,7 @@ class ClaimsFile:
     notebook: str
     claims: tuple[Claim, ...]
     metrics: Mapping[str, str] = field(default_factory=dict)  # documented metric names beyond the library's
+    preconditions: Mapping[str, Claim] = field(default_factory=dict)  # name: what must hold for claims to be testable
 
 
 # ----------------------------------------------------------------------------------------------- expressions
@@ -139,6 +179,7 @@ class ClaimsFile:
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _COMPARE = {ast.Gt: (">", operator.gt), ast.GtE: (">=", operator.ge), ast.Lt: ("<", operator.lt),
             ast.LtE: ("<=", operator.le)}
+_EQUAL = {ast.Eq: ("==", operator.eq)}  # only in an equivalence test's comparisons: equal within its margin
 _FUNCTIONS = {"abs": abs}
 
 
@@ -216,11 +257,18 @@ def names_in(expression: str) -> set[str]:
     return {n.id for n in ast.walk(_parse(expression)) if isinstance(n, ast.Name) and n.id not in _FUNCTIONS}
 
 
-def parse_comparison(text: str, names: Iterable[str]) -> Comparison:
-    """`left <op> right` with one comparison operator at the top, each side an arithmetic expression."""
+def parse_comparison(text: str, names: Iterable[str], *, equal: bool = False) -> Comparison:
+    """`left <op> right` with one comparison operator at the top, each side an arithmetic expression; with `equal`
+    (an equivalence test), `left == right` instead."""
     tree = _parse(text)
-    _check_node(tree, names)
     body = tree.body
+    if equal:
+        if not isinstance(body, ast.Compare) or len(body.ops) != 1 or not isinstance(body.ops[0], ast.Eq):
+            raise ValueError(f"{text!r}: an equivalence test compares 'left == right' (equal within its margin)")
+        for side in (body.left, body.comparators[0]):
+            _check_node(ast.Expression(side), names)
+        return Comparison(text.strip(), ast.unparse(body.left), "==", ast.unparse(body.comparators[0]))
+    _check_node(tree, names)
     if not isinstance(body, ast.Compare) or len(body.ops) != 1:
         raise ValueError(f"{text!r} must be one comparison 'left <op> right' (op: >, >=, <, <=)")
     for side in (body.left, body.comparators[0]):
@@ -232,7 +280,7 @@ def parse_comparison(text: str, names: Iterable[str]) -> Comparison:
 
 
 def compare(op: str, left: Any, right: Any) -> bool:
-    return bool({sym: fn for sym, fn in _COMPARE.values()}[op](left, right))
+    return bool({sym: fn for sym, fn in (*_COMPARE.values(), *_EQUAL.values())}[op](left, right))
 
 
 # ----------------------------------------------------------------------------------------------- reading YAML
@@ -333,6 +381,8 @@ def _quantities(check: _Checker, mapping: Mapping, key: str, field_name: str) ->
                                                               f"got {value!r}")
             filters[str(column)] = value
         overrides = {k: check.text(spec, k, f"{where}.{k}", required=False) for k in _QUANTITY_KEYS}
+        if overrides["aggregate"] is not None and overrides["aggregate"] not in AGGREGATES:
+            check.fail(spec, "aggregate", f"{where}.aggregate", f"must be one of {', '.join(AGGREGATES)}")
         out[name] = Quantity(where=filters, **overrides)
     return out
 
@@ -362,16 +412,40 @@ def _noise(check: _Checker, claim: Mapping, field_name: str, names: Iterable[str
         if not isinstance(text, str):
             check.fail(raw, "compare", f"{field_name}.compare", f"{text!r} is not a comparison")
         try:
-            parsed.append(parse_comparison(text, names))
+            parsed.append(parse_comparison(text, names, equal=test == "equivalence"))
         except ValueError as err:
             check.fail(raw, "compare", f"{field_name}.compare", str(err))
+        if test == "binomial":
+            try:
+                p0 = float(ast.literal_eval(parsed[-1].right))
+            except (ValueError, SyntaxError):
+                p0 = float("nan")
+            if not 0 < p0 < 1 or parsed[-1].left not in names:
+                check.fail(raw, "compare", f"{field_name}.compare",
+                           f"{text!r}: a binomial test compares one quantity's share with a number in (0, 1)")
+        if test == "two-sample" and not (parsed[-1].left in names and parsed[-1].right in names):
+            check.fail(raw, "compare", f"{field_name}.compare",
+                       f"{text!r}: a two-sample test compares two quantities, 'a > b'")
     alpha = raw.get("alpha", DEFAULT_ALPHA)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         check.fail(raw, "alpha", f"{field_name}.alpha", f"must be a number between 0 and 1, got {alpha!r}")
+    margin = raw.get("margin")
+    if test in MARGIN_TESTS:
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin < 0 or \
+                (test == "equivalence" and margin == 0):
+            check.fail(raw, "margin" if "margin" in raw else None, f"{field_name}.margin",
+                       f"a {test} test needs a margin (a number > 0, in the value's units), got {margin!r}")
+        margin = float(margin)
+    elif margin is not None:
+        check.fail(raw, "margin", f"{field_name}.margin", f"only {' and '.join(MARGIN_TESTS)} tests take a margin")
+    method = check.text(raw, "method", f"{field_name}.method", required=False)
+    if method is not None and (test not in MARGIN_TESTS or method not in ("randomisation", "t-test")):
+        check.fail(raw, "method", f"{field_name}.method",
+                   "a margin test's method is randomisation or t-test (other tests take none)")
     return Noise(key=check.text(raw, "key", f"{field_name}.key"), test=test, compare=tuple(parsed),
                  table=check.text(raw, "table", f"{field_name}.table", required=False),
                  column=check.text(raw, "column", f"{field_name}.column", required=False), alpha=float(alpha),
-                 quantities=quantities)
+                 quantities=quantities, margin=margin, method=method)
 
 
 def _claim(check: _Checker, raw: Any, index: int, notebook: str, papers: Mapping[str, str] | None,
@@ -411,12 +485,45 @@ def _claim(check: _Checker, raw: Any, index: int, notebook: str, papers: Mapping
             check.fail(raw, "groups", f"{label}.groups", "must be a list of values of the 'over' column")
         groups = tuple(str(g) for g in groups)
     noise = _noise(check, raw, f"{label}.noise", list(quantities)) if "noise" in raw else None
+    requires = raw.get("requires", [])
+    if isinstance(requires, str):
+        requires = [requires]
+    if not isinstance(requires, list) or not all(isinstance(r, str) and r.strip() for r in requires):
+        check.fail(raw, "requires", f"{label}.requires", "must list precondition names or claim ids")
+    paper_values = raw.get("paper_values")
+    if paper_values is not None:
+        if not isinstance(paper_values, Mapping) or not paper_values or not all(
+                name in quantities and isinstance(v, (int, float)) and not isinstance(v, bool)
+                for name, v in paper_values.items()):
+            check.fail(raw, "paper_values", f"{label}.paper_values",
+                       f"must map quantity names ({', '.join(quantities)}) to the paper's numbers")
+        paper_values = {str(k): float(v) for k, v in paper_values.items()}
     return Claim(id=claim_id, paper=paper, where=check.text(raw, "where", f"{label}.where"),
                  statement=check.text(raw, "statement", f"{label}.statement"),
                  paper_numbers=check.text(raw, "paper_numbers", f"{label}.paper_numbers"), notebook=notebook,
                  table=check.text(raw, "table", f"{label}.table"), quantities=quantities, test=test, over=over,
                  groups=groups, column=check.text(raw, "column", f"{label}.column", required=False) or "value",
-                 noise=noise, source=f"{check.path}:{_line(raw)}")
+                 noise=noise, source=f"{check.path}:{_line(raw)}", requires=tuple(r.strip() for r in requires),
+                 paper_values=paper_values)
+
+
+def _precondition(check: _Checker, name: Any, raw: Any, notebook: str, container: Any) -> Claim:
+    """A file's precondition: a measured quantity and its test, read like a claim (no paper, no requires)."""
+    label = f"preconditions.{name}"
+    if not isinstance(name, str) or not _ID.match(name):
+        check.fail(container, name, label, "a precondition's name uses letters, digits, '-', '_' and '.'")
+    if not isinstance(raw, Mapping):
+        check.fail(container, name, label, "must be a mapping (statement, table, quantities, test, ...)")
+    check.keys(raw, _PRECONDITION_REQUIRED + _PRECONDITION_OPTIONAL, label)
+    body = _Map()
+    body.line = _line(raw)
+    body.lines = dict(getattr(raw, "lines", {}))
+    body.update(raw)
+    body.update({"id": name, "paper": "-", "where": "precondition", "paper_numbers": "-"})
+    for key in _PRECONDITION_REQUIRED:
+        if key not in raw:
+            check.fail(raw, None, f"{label}.{key}", "is missing")
+    return _claim(check, body, 0, notebook, None, container)
 
 
 def load_papers(claims_dir: str | os.PathLike) -> dict[str, str]:
@@ -449,13 +556,18 @@ def load_claims_file(path: str | os.PathLike, papers: Mapping[str, str] | None =
         check.fail(data, "metrics", "metrics", "must map metric names to what they measure")
     metrics = {str(k): check.text(metrics, k, f"metrics.{k}") for k in metrics}
     notebook = path.stem
+    preconditions_raw = data.get("preconditions") or {}
+    if not isinstance(preconditions_raw, Mapping):
+        check.fail(data, "preconditions", "preconditions", "must map names to preconditions")
+    preconditions = {str(name): _precondition(check, name, raw, notebook, preconditions_raw)
+                     for name, raw in preconditions_raw.items()}
     claims = tuple(_claim(check, raw, i, notebook, papers, data) for i, raw in enumerate(claims_raw))
     seen: dict[str, int] = {}
     for i, claim in enumerate(claims):
         if claim.id in seen:
             check.fail(claims_raw[i], "id", f"{claim.id}.id", f"duplicate id (also claims[{seen[claim.id]}])")
         seen[claim.id] = i
-    return ClaimsFile(path=path, notebook=notebook, claims=claims, metrics=metrics)
+    return ClaimsFile(path=path, notebook=notebook, claims=claims, metrics=metrics, preconditions=preconditions)
 
 
 def claims_files(claims_dir: str | os.PathLike) -> list[Path]:
@@ -479,7 +591,48 @@ def load_claims_files(claims_dir: str | os.PathLike) -> list[ClaimsFile]:
                 raise FormatError(path, int(line) if line.isdigit() else None, f"{claim.id}.id",
                                   f"duplicate id (also in {first[claim.id]})")
             first[claim.id] = claim.source
+    names = {name: f for f in files for name in f.preconditions}
+    clash = next((n for n in names if n in first), None)
+    if clash is not None:
+        pre = names[clash].preconditions[clash]
+        path, line = pre.source.rsplit(":", 1)
+        raise FormatError(path, int(line) if line.isdigit() else None, f"preconditions.{clash}",
+                          f"the name is a claim id too (in {first[clash]})")
+    check_requires([c for f in files for c in f.claims], {n: f.preconditions[n] for n, f in names.items()})
     return files
+
+
+def load_preconditions(claims_dir: str | os.PathLike) -> dict[str, Claim]:
+    """Every claims file's preconditions, by name (a name is unique across files and claim ids)."""
+    found: dict[str, Claim] = {}
+    for f in load_claims_files(claims_dir):
+        for name, pre in f.preconditions.items():
+            if name in found:
+                path, line = pre.source.rsplit(":", 1)
+                raise FormatError(path, int(line) if line.isdigit() else None, f"preconditions.{name}",
+                                  f"duplicate precondition name (also in {found[name].source})")
+            found[name] = pre
+    return found
+
+
+def check_requires(claims: Iterable[Claim], preconditions: Mapping[str, Claim]) -> None:
+    """Every `requires` names a precondition or another claim, and none requires itself (directly or not)."""
+    by_id = {c.id: c for c in claims}
+    for claim in by_id.values():
+        for name in claim.requires:
+            if name not in preconditions and name not in by_id:
+                path, line = claim.source.rsplit(":", 1)
+                raise FormatError(path, int(line) if line.isdigit() else None, f"{claim.id}.requires",
+                                  f"'{name}' is neither a precondition nor a claim id")
+            seen, todo = {claim.id}, [name]
+            while todo:
+                current = todo.pop()
+                if current in seen:
+                    path, line = claim.source.rsplit(":", 1)
+                    raise FormatError(path, int(line) if line.isdigit() else None, f"{claim.id}.requires",
+                                      f"requires itself through '{name}'")
+                seen.add(current)
+                todo += list(by_id[current].requires) if current in by_id else []
 
 
 def load_claims(claims_dir: str | os.PathLike) -> tuple[Claim, ...]:

@@ -44,8 +44,9 @@ from .errors import ConfigError, FormatError, TaserError
 from .io import atomic_path, atomic_write_json, atomic_write_text
 from .meta import git_revision, machine_description, run_metadata
 from .progress import PROGRESS_ENV
+from .scorecard import stale_reason
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
-    EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result, stale_reason,
+    EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result,
 )
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
@@ -644,11 +645,38 @@ def _provenance_line(meta: Mapping[str, Any]) -> str:
     return "*Computed by `taser reproduce`: " + ", ".join(p for p in parts if p) + runs + ".*"
 
 
+def _verdict_box(claims: pd.DataFrame) -> str:
+    """The page's claims and verdicts as a short Markdown table (the first thing under the title)."""
+    def cell(text: Any) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["**Claims and verdicts** (judged when the book was built, from this page's saved tables; the "
+             "[scorecard](../book/scorecard.md) explains the tests):", "",
+             "| claim | paper | ours | verdict | ER |", "| --- | --- | --- | --- | --- |"]
+    for row in claims.itertuples(index=False):
+        lines.append(f"| {cell(row.id)} | {cell(row.paper)} | {cell(row.ours) or '–'} | {cell(row.verdict)} | "
+                     f"{cell(row.ER) or '–'} |")
+    return "\n".join(lines)
+
+
+def _claims_output(claims: pd.DataFrame) -> dict:
+    """The output of a notebook's `notebook_claims(...)` cell, made again from the current claims and tests."""
+    import nbformat
+
+    with pd.option_context("display.max_colwidth", None):
+        return nbformat.v4.new_output("execute_result", data={"text/html": claims.to_html(index=False),
+                                                              "text/plain": claims.to_string(index=False)},
+                                      execution_count=None)
+
+
 def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None, dest: str | os.PathLike, *,
-                  stale: str | None = None, meta: Mapping[str, Any] | None = None) -> None:
+                  stale: str | None = None, meta: Mapping[str, Any] | None = None,
+                  claims: pd.DataFrame | None = None) -> None:
     """Write the notebook page the book shows: the executed copy (else the source, with a note that it has not run),
     with the source's current cell tags (so `hide-input` set-up cells collapse), without stderr, warnings and
-    progress bars, and, under its title, which run made it and, when `stale`, a warning saying why."""
+    progress bars, and, under its title, which run made it and, when `stale`, a warning saying why. `claims` (the
+    page's claims judged now, `scorecard.notebook_claims`) opens the page as its verdict box and replaces the output
+    of the notebook's own `notebook_claims(...)` cell, which was judged when the notebook ran."""
     import nbformat
 
     source_nb = nbformat.read(str(source), as_version=4)
@@ -666,6 +694,9 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
             cell.metadata["tags"] = tags
         if cell.cell_type == "code":
             cell.outputs = _clean_outputs(cell.get("outputs", []))
+            if claims is not None and executed is not None and "notebook_claims(" in cell.source \
+                    and "import" not in cell.source:
+                cell.outputs = [_claims_output(claims)]
     nb.metadata.pop("widgets", None)  # the progress-bar widgets' saved state: their outputs are gone
 
     notes = []
@@ -676,6 +707,8 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
     else:
         if meta:
             notes.append(_provenance_line(meta))
+        if claims is not None and not claims.empty and "verdict" in claims.columns:
+            notes.append(_verdict_box(claims))
         if stale:
             profile = (meta or {}).get("profile", "cpu")
             notes.append(_admonition("warning", "Stale result",
@@ -752,7 +785,7 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
                out_dir: str | os.PathLike | None = None, prefer: str | None = None) -> Path:
     """Assemble the book's sources with the executed notebooks and the scorecard, and build it with Jupyter Book
     (notebooks are not re-executed) into `<out_dir>/_build/html`. Returns the path of index.html."""
-    from .scorecard import write_scorecard_page
+    from .scorecard import notebook_claims, write_scorecard_page
 
     root = Path(root).resolve()
     results_root = Path(results_root) if results_root is not None else root / "results"
@@ -772,11 +805,12 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
         shutil.copytree(root / "notebooks", src / "notebooks", ignore=ignore)
         for source in find_notebooks(root):
             executed = executed_notebook(results_root, source.stem, prefer)
-            stale = meta = None
+            stale = meta = claims = None
             if executed is not None:
                 meta = read_meta(executed.parent)
                 stale = stale_reason(executed.parent, root)
-            book_notebook(source, executed, src / "notebooks" / source.name, stale=stale, meta=meta)
+                claims = notebook_claims(source.stem, executed.parent, root=root)
+            book_notebook(source, executed, src / "notebooks" / source.name, stale=stale, meta=meta, claims=claims)
     write_runs_page(root, results_root, src / "book" / "runs.md")
     write_scorecard_page(results_root, src / "book" / "scorecard.md", root=root)
 

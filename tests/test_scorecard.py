@@ -42,7 +42,7 @@ IDS_ADDED = """
 T-train-memory TA2-hybrid-helps-both D-T6-k20-over-k2 D-F2-distilled-margins D-T12-negatives-help-retrieval
 D-P3-kl-entropy D-T3-disagreements-are-negatives D-T3-disagreements-overlap D-F2-diffuse-within D-F2-overlap
 D-F7-early-peak D-F7-distilled-sharper X1-distill-beats-one-hot-rerank X2-distill-beats-taser-retrieval
-X3-m3se-vs-softmax-ce TA1-det-best-i4 TA1-seq-beats-tok-i4 D-T1-ours-beat-rankdistil
+X3-m3se-vs-softmax-ce TA1-det-best-i4 TA1-seq-beats-tok-i4 D-T1-ours-beat-rankdistil D-F2-diffuse-scale-free
 """.split()
 
 PAPERS = "A: Paper A (2024)\nB: Paper B\n"
@@ -339,7 +339,8 @@ def test_a_paired_randomisation_test_decides_within_noise(tmp_path):
     assert verdict.status == WITHIN_NOISE
     assert verdict.p_value == pytest.approx(expected.p_value)
     assert "paired randomisation test, alpha 0.05" in verdict.detail
-    assert f"taser > dpr p = {expected.p_value:.3g} over 60 values of 'query_id'" in verdict.detail
+    assert f"taser > dpr: within noise, observed taser < dpr, p = {expected.p_value:.3g} over 60 values of " \
+           "'query_id'" in verdict.detail
     assert verdict.short == f"within noise (p = {expected.p_value:.2g})"
 
 
@@ -439,7 +440,8 @@ def test_seeds_give_the_mean_and_a_paired_t_test(tmp_path):
     # 6-768 is separated and holds; 2-128 cannot be told apart over three seeds
     assert verdict.status == WITHIN_NOISE
     assert "6-768: ca=0.36, de=0.31" in verdict.ours         # the mean over seeds
-    assert f"2-128: ca > de p = {small.p_value:.3g} over 3 values of 'seed'" in verdict.detail
+    assert f"2-128: ca > de: within noise, observed ca > de, p = {small.p_value:.3g} over 3 values of 'seed'" \
+        in verdict.detail
     assert "paired t-test" in verdict.detail and "±" in verdict.detail
 
 
@@ -458,18 +460,20 @@ def test_the_page_shows_verdicts_per_profile(directions):
     assert profiles_with_results(directions / "results") == ["smoke", "cpu"]
     assert list(card["id"]) == ["P-params", "P-per-dataset", "P-needs-bm25", "F-1"]
     text = page.read_text()
-    assert "| profile | holds | fails | within noise | not run | planned | stale |" in text
-    assert "| smoke | 0 | 1 | 0 | 2 | 1 | 0 |" in text and "| cpu | 1 | 1 | 0 | 1 | 1 | 0 |" in text
+    assert "| profile | holds | fails | within noise | not testable here | not run | planned | stale | testable |" \
+        in text
+    assert "| smoke | 0 | 1 | 0 | 0 | 2 | 1 | 0 | 1 of 4 |" in text and "| cpu | 1 | 1 | 0 | 0 | 1 | 1 | 0 | 2 of 4 |" in text
     assert "## Paper A (2024)" in text and "## Paper B" in text and "### cpu" in text
-    assert "| claim | verdict | paper | ours |" in text
-    assert "| P-params | holds | 128M vs 218M | small=128.0M, big=218.0M |" in text
+    assert "| claim | verdict | ER | paper | ours |" in text
+    assert "| [P-params](../notebooks/nb.ipynb) | holds |  | 128M vs 218M | small=128.0M, big=218.0M |" in text
     assert ":::{dropdown}" in text and "small is at most 60% of big." in text
     assert "issue" not in text.lower()
     # a stale result says so in the table and in the summary
     write_notebook(directions / "notebooks" / "nb.ipynb", "# edited")
     write_scorecard_page(directions / "results", page, root=directions)
     text = page.read_text()
-    assert "| P-params | holds · stale |" in text and "| cpu | 1 | 1 | 0 | 1 | 1 | 2 |" in text
+    assert "| [P-params](../notebooks/nb.ipynb) | holds · stale |" in text and \
+        "| cpu | 1 | 1 | 0 | 0 | 1 | 1 | 2 | 2 of 4 |" in text
 
 
 def test_the_page_without_results_lists_every_claim(tmp_path):
@@ -480,7 +484,7 @@ def test_the_page_without_results_lists_every_claim(tmp_path):
     assert (card["verdict"] == PLANNED).sum() == sum(
         not (REPO / "notebooks" / f"{nb}.ipynb").is_file() for nb in card["notebook"])
     text = page.read_text()
-    assert all(f"| {i} |" in text for i in IDS_BEFORE_THE_MOVE)
+    assert all(f"| [{i}](../notebooks/" in text for i in IDS_BEFORE_THE_MOVE)
     assert "No profile has results yet" in text and "issue" not in text.lower()
 
 
@@ -488,7 +492,7 @@ def test_the_page_builds_with_sphinx(directions, tmp_path):
     """The generated Markdown is valid MyST for the book's extensions: no warning, the tables and dropdown render."""
     src = tmp_path / "site"
     src.mkdir()
-    write_scorecard_page(directions / "results", src / "index.md", root=directions)
+    write_scorecard_page(directions / "results", src / "index.md", root=directions, link_pages=False)
     (src / "reproduce.md").write_text("---\norphan: true\n---\n# Reproducing\n")
     (src / "conf.py").write_text("extensions = ['myst_parser', 'sphinx_design']\n"
                                  "myst_enable_extensions = ['colon_fence']\nexclude_patterns = ['_build']\n")
@@ -504,7 +508,7 @@ def test_the_page_builds_with_sphinx(directions, tmp_path):
 def test_notebook_claims_reads_the_notebooks_claims_file(directions):
     folder = directions / "results" / "cpu" / "nb"
     table = notebook_claims("nb", folder, root=directions)
-    assert list(table.columns) == ["id", "where", "claim", "paper", "ours", "verdict", "detail"]
+    assert list(table.columns) == ["id", "where", "claim", "paper", "ours", "verdict", "ER", "detail"]
     assert list(table["id"]) == ["P-params", "P-per-dataset", "P-needs-bm25"]
     assert list(table["verdict"]) == [HOLDS, FAILS, NOT_RUN]
     assert notebook_claims("no_such_notebook", root=directions).empty

@@ -1,0 +1,395 @@
+"""Known answers for the verdict machinery: each test kind on synthetic tables where the claim is true, false,
+equal or untestable, hand-computed p-values for small cases, preconditions, and the effect ratio."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from taser_lib.claims import load_claims, load_claims_files
+from taser_lib.errors import FormatError
+from taser_lib.evaluation import hypothesis
+from taser_lib.scorecard import (FAILS, HOLDS, NOT_TESTABLE, WITHIN_NOISE, build_scorecard, evaluate_claim,
+                                 write_scorecard_page)
+from test_scorecard import make_repo, publish
+
+
+def judge(root: Path, profile: str = "cpu") -> dict:
+    card = build_scorecard(root / "results", root=root)
+    claims = load_claims(root / "notebooks" / "claims")
+    return {c.id: evaluate_claim(c, root / "results" / profile, root=root) for c in claims} | {"_card": card}
+
+
+# ------------------------------------------------------------------------------------------- hand-computed p-values
+
+def test_one_sided_randomisation_is_exact_for_three_differences():
+    # 8 sign patterns of (1, 2, 3); only the observed one has a mean >= 2
+    assert hypothesis.one_sided([1.0, 2.0, 3.0], greater_than=0.0) == pytest.approx(1 / 8)
+    assert hypothesis.one_sided([1.0, 2.0, 3.0], less_than=0.0) == pytest.approx(1.0)
+    # shifted by a bound: d - 1 = (0, 1, 2): patterns with mean >= 1 are (+,+,+) and (-,+,+) -> 2 of 8
+    assert hypothesis.one_sided([1.0, 2.0, 3.0], greater_than=1.0) == pytest.approx(2 / 8)
+
+
+def test_binomial_nine_of_ten():
+    test = hypothesis.binomial([1] * 9 + [0], 0.5)
+    assert test.effect == 0.9 and test.n == 10
+    assert test.p_value == pytest.approx(2 * 11 / 1024)       # P(X >= 9) + P(X <= 1) with X ~ Bin(10, 1/2)
+
+
+def test_two_sample_permutation_is_exact_for_five_values():
+    # C(5, 2) = 10 splits; |difference of means| >= 2.5 only for {1, 2} and {4, 5}
+    test = hypothesis.two_sample([1.0, 2.0], [3.0, 4.0, 5.0])
+    assert test.effect == pytest.approx(-2.5) and test.p_value == pytest.approx(0.2)
+
+
+def test_equivalence_is_two_one_sided_t_tests():
+    d = np.array([0.001, 0.003, 0.002, 0.004])
+    se = d.std(ddof=1) / math.sqrt(len(d))
+    lower = stats.t.sf((d.mean() + 0.01) / se, len(d) - 1)    # H1: mean > -0.01
+    upper = stats.t.cdf((d.mean() - 0.01) / se, len(d) - 1)   # H1: mean < +0.01
+    test = hypothesis.equivalence(d, 0.01, method="t-test")
+    assert test.p_value == pytest.approx(max(lower, upper))
+    assert test.p_value < 0.05
+    assert hypothesis.outside_margin(d, 0.01, method="t-test").p_value > 0.5
+
+
+def test_bootstrap_p_counts_the_far_side():
+    replicates = np.concatenate([np.full(10, -0.1), np.full(989, 0.2)])
+    test = hypothesis.bootstrap(replicates, observed=0.2)
+    assert test.p_value == pytest.approx(2 * 11 / 1000)
+    assert hypothesis.bootstrap(-replicates, observed=-0.2).p_value == pytest.approx(2 * 11 / 1000)
+
+
+# ------------------------------------------------------------------------------------------- claims on tables
+
+PAIRED = """\
+claims:
+  - id: K-paired
+    paper: A
+    where: Table 1
+    statement: a beats b
+    paper_numbers: 0.40 vs 0.30
+    paper_values: {a: 0.40, b: 0.30}
+    table: summary
+    quantities:
+      a: {model: a}
+      b: {model: b}
+    test: a > b
+    noise:
+      key: query_id
+      test: randomisation
+      table: per_query
+      compare: [a > b]
+"""
+
+
+def paired_tables(root: Path, a: np.ndarray, b: np.ndarray, pooled: tuple[float, float] | None = None) -> None:
+    """Per-query values of a and b, and a summary table (their means, or the given pooled numbers)."""
+    keys = [f"q{i}" for i in range(len(a))]
+    publish(root, "cpu", "nb", "per_query", pd.DataFrame(
+        {"model": ["a"] * len(a) + ["b"] * len(b), "query_id": keys * 2, "value": np.concatenate([a, b])}))
+    point = pooled if pooled is not None else (float(a.mean()), float(b.mean()))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"model": ["a", "b"], "value": list(point)}))
+
+
+def test_a_true_claim_holds_and_swapping_the_systems_fails_it(tmp_path):
+    rng = np.random.default_rng(1)
+    b = rng.random(40)
+    a = b + 0.1 + 0.01 * rng.standard_normal(40)
+    root = make_repo(tmp_path / "one", {"nb": PAIRED}, notebooks=("nb",))
+    paired_tables(root, a, b)
+    verdict = judge(root)["K-paired"]
+    assert verdict.status == HOLDS and verdict.short.startswith("holds (p = ")
+    # ER: our mean improvement 0.1 over the paper's 0.10
+    assert verdict.effect_ratio == pytest.approx(float(np.mean(a - b)) / 0.1)
+    swapped = make_repo(tmp_path / "two", {"nb": PAIRED}, notebooks=("nb",))
+    paired_tables(swapped, b, a)
+    verdict = judge(swapped)["K-paired"]
+    assert verdict.status == FAILS
+    assert verdict.observed == "a < b" and verdict.short.startswith("fails: a < b (p = ")
+    assert verdict.effect_ratio < 0
+
+
+def test_equal_systems_are_within_noise(tmp_path):
+    root = make_repo(tmp_path, {"nb": PAIRED}, notebooks=("nb",))
+    values = np.random.default_rng(2).random(30)
+    paired_tables(root, values, values.copy())
+    assert judge(root)["K-paired"].status == WITHIN_NOISE
+
+
+def test_the_direction_comes_from_the_tested_means_not_from_a_pooled_number(tmp_path):
+    """The summary's pooled number says a > b, every question says a < b: the claim fails (it held before)."""
+    root = make_repo(tmp_path, {"nb": PAIRED}, notebooks=("nb",))
+    b = np.linspace(0.4, 0.6, 30)
+    paired_tables(root, b - 0.05, b, pooled=(0.7, 0.5))
+    verdict = judge(root)["K-paired"]
+    assert verdict.status == FAILS and verdict.observed == "a < b"
+
+
+EQUIVALENCE = """\
+claims:
+  - id: K-within
+    paper: A
+    where: Table 2
+    statement: a comes within 0.01 of b
+    paper_numbers: 0.518 vs 0.522
+    table: seeds
+    quantities:
+      a: {model: a}
+      b: {model: b}
+    test: abs(a - b) <= 0.01
+    noise:
+      key: seed
+      test: equivalence
+      margin: 0.01
+      compare: [a == b]
+"""
+
+
+def seed_table(root: Path, a: list[float], b: list[float]) -> None:
+    seeds = list(range(13, 13 + len(a)))
+    publish(root, "cpu", "nb", "seeds", pd.DataFrame(
+        {"model": ["a"] * len(a) + ["b"] * len(b), "seed": seeds * 2, "value": a + b}))
+
+
+@pytest.mark.parametrize("a, b, status", [
+    ([0.520, 0.521, 0.519, 0.520], [0.521, 0.520, 0.520, 0.521], HOLDS),      # within the margin, tightly
+    ([0.906, 0.900, 0.910, 0.904], [0.574, 0.570, 0.580, 0.571], FAILS),      # 0.33 apart: outside it
+    ([0.52, 0.50, 0.55, 0.49], [0.51, 0.53, 0.50, 0.52], WITHIN_NOISE),       # too noisy to tell
+])
+def test_an_equivalence_claim_is_two_one_sided_tests(tmp_path, a, b, status):
+    root = make_repo(tmp_path, {"nb": EQUIVALENCE}, notebooks=("nb",))
+    seed_table(root, a, b)
+    verdict = judge(root)["K-within"]
+    assert verdict.status == status, verdict.detail
+    assert "equivalence (TOST, t-test) within ±0.01" in verdict.detail
+    if status == FAILS:
+        assert "outside ±0.01" in verdict.observed
+
+
+NON_INFERIOR = PAIRED.replace("K-paired", "K-par").replace("test: a > b\n", "test: a >= b - 0.5\n").replace(
+    "      test: randomisation\n", "      test: non-inferiority\n      margin: 0.5\n").replace(
+    "compare: [a > b]", "compare: [a >= b]")
+
+
+@pytest.mark.parametrize("shift, status", [(-0.1, HOLDS), (-1.0, FAILS), (-0.5, WITHIN_NOISE)])
+def test_on_par_is_non_inferiority_with_the_margin_inside_the_test(tmp_path, shift, status):
+    root = make_repo(tmp_path, {"nb": NON_INFERIOR}, notebooks=("nb",))
+    rng = np.random.default_rng(3)
+    b = rng.random(200) * 10
+    paired_tables(root, b + shift + 0.05 * rng.standard_normal(200), b)
+    verdict = judge(root)["K-par"]
+    assert verdict.status == status, verdict.detail
+
+
+SHARE = """\
+claims:
+  - id: K-most
+    paper: A
+    where: Table 3
+    statement: most are negatives
+    paper_numbers: qualitative
+    table: summary
+    quantities:
+      share: {statistic: share}
+    test: share > 0.5
+    noise:
+      key: query_id
+      test: binomial
+      table: per_query
+      quantities:
+        share: {statistic: negative}
+      compare: [share > 0.5]
+"""
+
+
+@pytest.mark.parametrize("successes, status", [(40, HOLDS), (10, FAILS), (26, WITHIN_NOISE)])
+def test_a_share_gets_an_exact_binomial_test(tmp_path, successes, status):
+    root = make_repo(tmp_path, {"nb": SHARE}, notebooks=("nb",))
+    values = [1.0] * successes + [0.0] * (50 - successes)
+    publish(root, "cpu", "nb", "per_query", pd.DataFrame(
+        {"statistic": "negative", "query_id": [f"q{i}" for i in range(50)], "value": values}))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"statistic": ["share"], "value": [successes / 50]}))
+    verdict = judge(root)["K-most"]
+    assert verdict.status == status
+    assert verdict.p_value == pytest.approx(stats.binomtest(successes, 50, 0.5).pvalue)
+
+
+TWO_GROUPS = PAIRED.replace("K-paired", "K-groups").replace("test: randomisation", "test: two-sample")
+
+
+def test_unpaired_groups_get_a_two_sample_test(tmp_path):
+    root = make_repo(tmp_path, {"nb": TWO_GROUPS}, notebooks=("nb",))
+    a, b = np.linspace(0.6, 0.9, 12), np.linspace(0.1, 0.4, 15)
+    publish(root, "cpu", "nb", "per_query", pd.DataFrame(
+        {"model": ["a"] * 12 + ["b"] * 15, "query_id": [f"a{i}" for i in range(12)] + [f"b{i}" for i in range(15)],
+         "value": np.concatenate([a, b])}))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"model": ["a", "b"], "value": [a.mean(), b.mean()]}))
+    assert judge(root)["K-groups"].status == HOLDS
+
+
+BOOTSTRAP = PAIRED.replace("K-paired", "K-pooled").replace("    paper_values: {a: 0.40, b: 0.30}\n", "").replace(
+    "key: query_id", "key: replicate").replace("test: randomisation", "test: bootstrap").replace(
+    "table: per_query", "table: replicates")
+
+
+def test_a_pooled_statistic_is_judged_by_its_bootstrap_replicates(tmp_path):
+    root = make_repo(tmp_path, {"nb": BOOTSTRAP}, notebooks=("nb",))
+    rng = np.random.default_rng(4)
+    a, b = 2.0 + 0.1 * rng.standard_normal(500), 1.0 + 0.1 * rng.standard_normal(500)
+    publish(root, "cpu", "nb", "replicates", pd.DataFrame(
+        {"model": ["a"] * 500 + ["b"] * 500, "replicate": list(range(500)) * 2, "value": np.concatenate([a, b])}))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"model": ["a", "b"], "value": [2.0, 1.0]}))
+    verdict = judge(root)["K-pooled"]
+    assert verdict.status == HOLDS and verdict.p_value == pytest.approx(2 / 501)
+
+
+# ------------------------------------------------------------------------------------------- preconditions
+
+WITH_PRECONDITION = """\
+preconditions:
+  teacher-leads:
+    statement: the teacher leads
+    table: summary
+    quantities:
+      teacher: {model: teacher}
+      b: {model: b}
+    test: teacher > b
+""" + PAIRED.replace("    paper_values: {a: 0.40, b: 0.30}\n", "    requires: [teacher-leads]\n")
+
+
+@pytest.mark.parametrize("teacher, status", [(0.9, HOLDS), (0.1, NOT_TESTABLE)])
+def test_an_unmet_precondition_makes_the_claim_not_testable_with_its_measurement(tmp_path, teacher, status):
+    root = make_repo(tmp_path, {"nb": WITH_PRECONDITION}, notebooks=("nb",))
+    rng = np.random.default_rng(5)
+    b = rng.random(40) * 0.5
+    a = b + 0.2
+    paired_tables(root, a, b)
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"model": ["a", "b", "teacher"],
+                                                        "value": [a.mean(), b.mean(), teacher]}))
+    verdict = judge(root)["K-paired"]
+    assert verdict.status == status
+    if status == NOT_TESTABLE:
+        assert "precondition 'teacher-leads' not met" in verdict.detail and "teacher=0.1" in verdict.detail
+        assert verdict.ours.startswith("a=")
+        page = tmp_path / "scorecard.md"
+        write_scorecard_page(root / "results", page, root=root)
+        assert "| 0 | 0 | 0 | 1 | 0 | 0 | 0 | 0 of 1 |" in page.read_text()
+
+
+PER_GROUP_PRECONDITION = """\
+preconditions:
+  trained:
+    statement: the comparator trained
+    table: steps
+    column: selected step
+    quantities:
+      step: {model: ca, aggregate: min}
+    test: step > 0
+    over: size
+claims:
+  - id: K-sizes
+    paper: A
+    where: Table 2
+    statement: ca beats de at every size
+    paper_numbers: 0.36 vs 0.31
+    requires: [trained]
+    table: seeds
+    quantities:
+      ca: {model: ca}
+      de: {model: de}
+    test: ca > de
+    over: size
+    noise: {test: t-test, key: seed, compare: [ca > de]}
+"""
+
+
+def test_a_precondition_per_group_excludes_only_its_unmet_groups(tmp_path):
+    root = make_repo(tmp_path, {"nb": PER_GROUP_PRECONDITION}, notebooks=("nb",))
+    publish(root, "cpu", "nb", "steps", pd.DataFrame({
+        "model": "ca", "size": ["2-384"] * 3 + ["6-384"] * 3, "seed": [13, 14, 15] * 2,
+        "selected step": [0, 0, 40, 50, 40, 50]}))
+    rows = []
+    for size, ca, de in (("2-384", [0.3, 0.31, 0.32], [0.6, 0.62, 0.61]), ("6-384", [0.5, 0.52, 0.51],
+                                                                          [0.4, 0.41, 0.43])):
+        rows += [{"model": m, "size": size, "seed": s, "value": v}
+                 for m, vals in (("ca", ca), ("de", de)) for s, v in zip((13, 14, 15), vals)]
+    publish(root, "cpu", "nb", "seeds", pd.DataFrame(rows))
+    verdict = judge(root)["K-sizes"]
+    assert verdict.status == HOLDS, verdict.detail           # 2-384 (CA at step 0, DE far ahead) is not judged
+    assert list(verdict.groups) == ["6-384"]
+    assert "size 2-384 not testable" in verdict.detail
+
+
+def test_requires_must_name_a_precondition_or_a_claim(tmp_path):
+    root = make_repo(tmp_path, {"nb": PAIRED.replace("    paper_values: {a: 0.40, b: 0.30}\n",
+                                                     "    requires: [no-such-thing]\n")}, notebooks=("nb",))
+    with pytest.raises(FormatError, match="neither a precondition nor a claim id"):
+        load_claims_files(root / "notebooks" / "claims")
+
+
+def test_the_claims_files_preconditions_are_declared_and_measured():
+    """Every precondition of the checkout names a test over measured quantities, and the claims that the issue
+    named rest on one."""
+    files = load_claims_files(Path(__file__).resolve().parents[1] / "notebooks" / "claims")
+    claims = {c.id: c for f in files for c in f.claims}
+    names = {n for f in files for n in f.preconditions}
+    assert {"early-off-init", "cas-trained", "r20-below-ceiling", "quiet-clock"} <= names
+    assert "D-T1-ca-beats-de" in claims["D-T1-distillation-beats-onehot"].requires
+    assert "r20-below-ceiling" in claims["T1-taser-vs-dpr"].requires
+    assert claims["T1-taser-vs-dpr"].noise.test == "non-inferiority" and claims["T1-taser-vs-dpr"].noise.margin == 0.5
+    assert claims["D-T2-train-match"].noise.test == "equivalence"
+    assert claims["D-T3-disagreements-are-negatives"].noise.test == "binomial"
+
+
+# ------------------------------------------------------------------------------------------- judged at build time
+
+def test_a_change_to_the_judging_modules_makes_no_result_stale(tmp_path):
+    import json
+
+    from taser_lib.scorecard import stale_reason
+
+    root = make_repo(tmp_path, {"nb": PAIRED}, notebooks=("nb",))
+    paired_tables(root, np.arange(5.0), np.arange(5.0))
+    (root / "taser_lib").mkdir()
+    for name in ("claims.py", "scorecard.py", "losses.py"):
+        (root / "taser_lib" / name).write_text("# now\n")
+    folder = root / "results" / "cpu" / "nb"
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["library_files"] = {"taser_lib/claims.py": "0" * 64, "taser_lib/scorecard.py": "0" * 64}
+    (folder / "meta.json").write_text(json.dumps(meta))
+    assert stale_reason(folder, root) is None
+    meta["library_files"]["taser_lib/losses.py"] = "0" * 64
+    (folder / "meta.json").write_text(json.dumps(meta))
+    assert stale_reason(folder, root) == "library file taser_lib/losses.py changed since the result was made"
+
+
+def test_the_book_page_opens_with_the_verdicts_judged_now(tmp_path):
+    import nbformat
+
+    from taser_lib.reproduce import book_notebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A page\n\nText."),
+                nbformat.v4.new_code_cell('notebook_claims("nb", results_dir)')]
+    nb.cells[1].outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "holds (old)"})]
+    source = tmp_path / "nb.ipynb"
+    nbformat.write(nb, source)
+    claims = pd.DataFrame([{"id": "K-1", "where": "Table 1", "claim": "a beats b", "paper": "0.4 vs 0.3",
+                            "ours": "a=0.5, b=0.2", "verdict": "fails: a < b (p = 0.001)", "ER": "-0.50",
+                            "detail": "why"}])
+    out = tmp_path / "page.ipynb"
+    book_notebook(source, source, out, meta={"profile": "cpu"}, claims=claims)
+    page = nbformat.read(out, as_version=4)
+    first = page.cells[0].source
+    assert first.startswith("# A page") and "**Claims and verdicts**" in first
+    assert "| K-1 | 0.4 vs 0.3 | a=0.5, b=0.2 | fails: a < b (p = 0.001) | -0.50 |" in first
+    assert first.index("Claims and verdicts") < first.index("Text.")
+    shown = page.cells[1].outputs[0]["data"]["text/plain"]
+    assert "holds (old)" not in shown and "fails: a < b" in shown
