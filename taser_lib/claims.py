@@ -45,6 +45,7 @@ file, the line and the field):
         requires: [r20-below-ceiling]  # optional: preconditions (below) or other claims' ids that must hold;
                                    # when one does not, the claim is *not testable here*, with its measurement
         paper_values: {taser: 83.6, dpr: 82.5}  # optional: the paper's number per quantity, for the effect ratio
+        unit: s                    # optional: the numbers' unit (seconds, bytes, ...), shown beside ours
     preconditions:                 # optional: what must hold for claims to be testable, each a measured quantity
       r20-below-ceiling:           # with its own test; read like a claim (statement, table, column, quantities,
         statement: ...             # test, over, groups, noise), without paper, where or paper_numbers
@@ -85,9 +86,9 @@ DEFAULT_ALPHA = 0.05
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _QUANTITY_KEYS = ("notebook", "table", "column", "aggregate")  # in a quantity: overrides, not filters
 _CLAIM_REQUIRED = ("id", "paper", "where", "statement", "paper_numbers", "table", "quantities", "test")
-_CLAIM_OPTIONAL = ("column", "over", "groups", "noise", "requires", "paper_values")
+_CLAIM_OPTIONAL = ("column", "over", "groups", "noise", "requires", "paper_values", "unit")
 _PRECONDITION_REQUIRED = ("statement", "table", "quantities", "test")
-_PRECONDITION_OPTIONAL = ("column", "over", "groups", "noise")
+_PRECONDITION_OPTIONAL = ("column", "over", "groups", "noise", "unit")
 _NOISE_REQUIRED = ("key", "test", "compare")
 _NOISE_OPTIONAL = ("table", "column", "alpha", "quantities", "margin", "method")
 _FILE_KEYS = ("claims", "metrics", "preconditions")
@@ -158,6 +159,7 @@ class Claim:
     source: str = ""                # file:line of the claim
     requires: tuple[str, ...] = ()  # preconditions (this file's `preconditions`, or other claims' ids) that must hold
     paper_values: Mapping[str, float] | None = None  # the paper's number per quantity (effect ratio, delta RI)
+    unit: str | None = None         # the unit of the quantities' numbers where the metric's name does not say it
 
     def notebooks(self) -> tuple[str, ...]:
         """Every notebook whose results the claim reads (its own first)."""
@@ -504,7 +506,7 @@ def _claim(check: _Checker, raw: Any, index: int, notebook: str, papers: Mapping
                  table=check.text(raw, "table", f"{label}.table"), quantities=quantities, test=test, over=over,
                  groups=groups, column=check.text(raw, "column", f"{label}.column", required=False) or "value",
                  noise=noise, source=f"{check.path}:{_line(raw)}", requires=tuple(r.strip() for r in requires),
-                 paper_values=paper_values)
+                 paper_values=paper_values, unit=check.text(raw, "unit", f"{label}.unit", required=False))
 
 
 def _precondition(check: _Checker, name: Any, raw: Any, notebook: str, container: Any) -> Claim:

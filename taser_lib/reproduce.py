@@ -785,7 +785,7 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
                out_dir: str | os.PathLike | None = None, prefer: str | None = None) -> Path:
     """Assemble the book's sources with the executed notebooks and the scorecard, and build it with Jupyter Book
     (notebooks are not re-executed) into `<out_dir>/_build/html`. Returns the path of index.html."""
-    from .scorecard import notebook_claims, write_scorecard_page
+    from .scorecard import card_claims, write_scorecard_page
 
     root = Path(root).resolve()
     results_root = Path(results_root) if results_root is not None else root / "results"
@@ -801,6 +801,7 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
     shutil.copy2(root / "_toc.yml", src / "_toc.yml")
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     shutil.copytree(root / "book", src / "book", ignore=ignore)
+    card = write_scorecard_page(results_root, src / "book" / "scorecard.md", root=root)  # every verdict, judged once
     if (root / "notebooks").is_dir():
         shutil.copytree(root / "notebooks", src / "notebooks", ignore=ignore)
         for source in find_notebooks(root):
@@ -809,10 +810,9 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
             if executed is not None:
                 meta = read_meta(executed.parent)
                 stale = stale_reason(executed.parent, root)
-                claims = notebook_claims(source.stem, executed.parent, root=root)
+                claims = card_claims(card, source.stem, executed.parent.parent.name)
             book_notebook(source, executed, src / "notebooks" / source.name, stale=stale, meta=meta, claims=claims)
     write_runs_page(root, results_root, src / "book" / "runs.md")
-    write_scorecard_page(results_root, src / "book" / "scorecard.md", root=root)
 
     log = out_dir / "_build" / "book.log"
     cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",

@@ -461,7 +461,8 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
                                    columns[name], group)
                       for name, f in frames.items()}
               for group in groups}
-    parts = [(f"{group}: " if group is not None else "") + ", ".join(f"{k}={_fmt(v)}" for k, v in vals.items())
+    unit = f" {claim.unit}" if claim.unit else ""
+    parts = [(f"{group}: " if group is not None else "") + ", ".join(f"{k}={_fmt(v)}{unit}" for k, v in vals.items())
              for group, vals in values.items()]
     ours = "; ".join(parts)
     tested = [g for g in groups if skip is None or not skip(g)]
@@ -640,6 +641,20 @@ def notebook_claims(notebook: str, results_dir: str | os.PathLike | None = None,
             row.update({"ours": verdict.ours, "verdict": verdict.short, "ER": verdict.er, "detail": verdict.detail})
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
+
+
+def card_claims(card: pd.DataFrame, notebook: str, profile: str) -> pd.DataFrame:
+    """`notebook_claims`'s table for one notebook at one profile, read from a scorecard (`build_scorecard`) instead
+    of judged again."""
+    columns = ["id", "where", "claim", "paper", "ours", "verdict", "ER", "detail"]
+    suffix = f" ({profile})"
+    if card.empty or f"shown{suffix}" not in card.columns:
+        return pd.DataFrame(columns=columns)
+    part = card[card["notebook"] == notebook]
+    return pd.DataFrame({"id": part["id"], "where": part["where"], "claim": part["claim"],
+                         "paper": part["paper's numbers"], "ours": part[f"ours{suffix}"],
+                         "verdict": part[f"shown{suffix}"], "ER": part[f"ER{suffix}"],
+                         "detail": part[f"detail{suffix}"]}, columns=columns).reset_index(drop=True)
 
 
 def profiles_with_results(results_root: str | os.PathLike) -> list[str]:
