@@ -45,6 +45,7 @@ file, the line and the field):
         requires: [r20-below-ceiling]  # optional: preconditions (below) or other claims' ids that must hold;
                                    # when one does not, the claim is *not testable here*, with its measurement
         paper_values: {taser: 83.6, dpr: 82.5}  # optional: the paper's number per quantity, for the effect ratio
+                                   # (with `over`, per value: {dpr-nq: {taser: 83.6, dpr: 82.5}, ...})
         unit: s                    # optional: the numbers' unit (seconds, bytes, ...), shown beside ours
     preconditions:                 # optional: what must hold for claims to be testable, each a measured quantity
       r20-below-ceiling:           # with its own test; read like a claim (statement, table, column, quantities,
@@ -158,7 +159,16 @@ class Claim:
     noise: Noise | None = None
     source: str = ""                # file:line of the claim
     requires: tuple[str, ...] = ()  # preconditions (this file's `preconditions`, or other claims' ids) that must hold
-    paper_values: Mapping[str, float] | None = None  # the paper's number per quantity (effect ratio, delta RI)
+    paper_values: Mapping[str, Any] | None = None  # the paper's number per quantity (effect ratio, delta RI), or
+                                                    # per value of `over` such a mapping
+
+    def paper_values_for(self, group: str | None) -> Mapping[str, float] | None:
+        """The paper's numbers that apply to one value of `over` (None: the paper gives none for it)."""
+        if not self.paper_values:
+            return None
+        if all(isinstance(v, Mapping) for v in self.paper_values.values()):
+            return self.paper_values.get(group) if group is not None else None
+        return self.paper_values
     unit: str | None = None         # the unit of the quantities' numbers where the metric's name does not say it
 
     def notebooks(self) -> tuple[str, ...]:
@@ -494,12 +504,19 @@ def _claim(check: _Checker, raw: Any, index: int, notebook: str, papers: Mapping
         check.fail(raw, "requires", f"{label}.requires", "must list precondition names or claim ids")
     paper_values = raw.get("paper_values")
     if paper_values is not None:
-        if not isinstance(paper_values, Mapping) or not paper_values or not all(
+        def numbers(values: Any) -> bool:
+            return isinstance(values, Mapping) and bool(values) and all(
                 name in quantities and isinstance(v, (int, float)) and not isinstance(v, bool)
-                for name, v in paper_values.items()):
+                for name, v in values.items())
+
+        per_group = isinstance(paper_values, Mapping) and bool(paper_values) and over is not None and all(
+            isinstance(v, Mapping) for v in paper_values.values())
+        if not (numbers(paper_values) or (per_group and all(numbers(v) for v in paper_values.values()))):
             check.fail(raw, "paper_values", f"{label}.paper_values",
-                       f"must map quantity names ({', '.join(quantities)}) to the paper's numbers")
-        paper_values = {str(k): float(v) for k, v in paper_values.items()}
+                       f"must map quantity names ({', '.join(quantities)}) to the paper's numbers, or (with "
+                       f"'over') each value of '{over}' to such a mapping")
+        paper_values = ({str(g): {str(k): float(v) for k, v in vals.items()} for g, vals in paper_values.items()}
+                        if per_group else {str(k): float(v) for k, v in paper_values.items()})
     return Claim(id=claim_id, paper=paper, where=check.text(raw, "where", f"{label}.where"),
                  statement=check.text(raw, "statement", f"{label}.statement"),
                  paper_numbers=check.text(raw, "paper_numbers", f"{label}.paper_numbers"), notebook=notebook,

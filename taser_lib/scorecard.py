@@ -384,18 +384,20 @@ def _value(claim: Claim, name: str, rows: pd.DataFrame, column: str, group: str 
     return float(value)
 
 
-def _reproduction(claim: Claim, compared: list[_Compared], values: Mapping[str, float]) -> tuple[float, float] | None:
+def _reproduction(claim: Claim, compared: list[_Compared], values: Mapping[str, float],
+                  group: str | None) -> tuple[float, float] | None:
     """ER and delta RI of the first compared pair whose sides the paper's numbers give (None: none does)."""
     from .evaluation.reproducibility import reproduction
 
-    if not claim.paper_values:
+    paper = claim.paper_values_for(group)
+    if not paper:
         return None
     for c in compared:
         names = names_in(c.comparison.left) | names_in(c.comparison.right)
-        if not names or not names <= set(claim.paper_values) or c.comparison.op == "==":
+        if not names or not names <= set(paper) or c.comparison.op == "==":
             continue
-        paper_left = float(evaluate(c.comparison.left, claim.paper_values))
-        paper_right = float(evaluate(c.comparison.right, claim.paper_values))
+        paper_left = float(evaluate(c.comparison.left, paper))
+        paper_right = float(evaluate(c.comparison.right, paper))
         if c.difference is not None and claim.noise is not None and claim.noise.paired \
                 and claim.noise.test != "bootstrap":
             diff = np.asarray(c.difference, dtype=float)
@@ -409,22 +411,22 @@ def _reproduction(claim: Claim, compared: list[_Compared], values: Mapping[str, 
     return None
 
 
-def _point_reproduction(claim: Claim, values: Mapping[str, float]) -> tuple[float, float] | None:
+def _point_reproduction(claim: Claim, values: Mapping[str, float], group: str | None) -> tuple[float, float] | None:
     """ER and delta RI from the claim's own numbers, for a claim whose test is one comparison of two sides."""
     from .evaluation.reproducibility import reproduction
 
-    if not claim.paper_values:
+    paper = claim.paper_values_for(group)
+    if not paper:
         return None
     try:
         comparison = parse_comparison(claim.test, claim.quantities)
     except ValueError:
         return None
     names = names_in(comparison.left) | names_in(comparison.right)
-    if not names <= set(claim.paper_values):
+    if not names <= set(paper):
         return None
     result = reproduction(float(evaluate(comparison.right, values)), float(evaluate(comparison.left, values)),
-                          float(evaluate(comparison.right, claim.paper_values)),
-                          float(evaluate(comparison.left, claim.paper_values)))
+                          float(evaluate(comparison.right, paper)), float(evaluate(comparison.left, paper)))
     return result.er, result.delta_ri
 
 
@@ -475,7 +477,7 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
         if claim.noise is None:
             status = HOLDS if bool(evaluate(claim.test, values[group])) else FAILS
             if reproduction is None:
-                reproduction = _point_reproduction(claim, values[group])
+                reproduction = _point_reproduction(claim, values[group], group)
         else:
             try:
                 compared = _noise_tests(claim, tables, group, values[group])
@@ -485,7 +487,7 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
             p_values.setdefault(status, []).extend(c.p_value for c in compared if c.status == status)
             observed += [label + c.observed for c in compared if c.status == FAILS]
             if reproduction is None:
-                reproduction = _reproduction(claim, compared, values[group])
+                reproduction = _reproduction(claim, compared, values[group], group)
             notes.append(label + "; ".join(
                 f"{c.comparison.text}: {c.status}, observed {c.observed}, p = {c.p_value:.3g} over {c.n} "
                 f"{'replicates' if claim.noise.test == 'bootstrap' else 'values'} of '{claim.noise.key}' "
