@@ -781,6 +781,28 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
     atomic_write_text(Path(out_md), "\n".join(lines) + "\n")
 
 
+MATHJAX_PARTS = ("tex-mml-chtml.js", "input", "output", "ui", "a11y", "adaptors")  # what the CHTML component loads
+
+
+def _copy_mathjax(dest: Path) -> None:
+    """MathJax 3 (es5 build) from the `mathjax` package of django-static-mathjax into the book's extra files (copied
+    to the site as they are, not linked into every page), so that math renders offline. Without the package the book still builds, and its math stays as raw TeX."""
+    try:
+        import mathjax
+    except ImportError:
+        logging.getLogger(__name__).warning("django-static-mathjax is not installed: math will not render offline "
+                                            "(pip install django-static-mathjax)")
+        return
+    es5 = Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in MATHJAX_PARTS:
+        source = es5 / part
+        if source.is_dir():
+            shutil.copytree(source, dest / part, dirs_exist_ok=True)
+        elif source.is_file():
+            shutil.copy2(source, dest / part)
+
+
 def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | None = None, *,
                out_dir: str | os.PathLike | None = None, prefer: str | None = None) -> Path:
     """Assemble the book's sources with the executed notebooks and the scorecard, and build it with Jupyter Book
@@ -801,6 +823,10 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
     shutil.copy2(root / "_toc.yml", src / "_toc.yml")
     ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     shutil.copytree(root / "book", src / "book", ignore=ignore)
+    for folder in ("_static", "_ext"):
+        if (root / folder).is_dir():
+            shutil.copytree(root / folder, src / folder, ignore=ignore)
+    _copy_mathjax(src / "_extra" / "mathjax")
     card = write_scorecard_page(results_root, src / "book" / "scorecard.md", root=root)  # every verdict, judged once
     if (root / "notebooks").is_dir():
         shutil.copytree(root / "notebooks", src / "notebooks", ignore=ignore)

@@ -262,6 +262,7 @@ def browser():
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage", "--window-size=1280,1600", f"--user-data-dir={profile_dir}"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, for the no-error checks
     # An explicit driver path: Selenium Manager (which would download drivers) is never consulted.
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
     driver.set_page_load_timeout(60)
@@ -281,6 +282,14 @@ return {
   outputs: document.querySelectorAll('.cell_output').length,
   external: Array.from(document.querySelectorAll('script[src], link[rel=stylesheet][href], img[src]'))
               .map(e => e.src || e.href).filter(u => !u.startsWith(location.origin)),
+  wide: (() => { const art = document.querySelector('article'); if (!art) return [];
+                 return Array.from(art.querySelectorAll('*'))
+                   .filter(e => e.scrollWidth > art.clientWidth + 2 && getComputedStyle(e).overflowX !== 'visible')
+                   .map(e => `${e.tagName}.${e.className} ${e.scrollWidth}px`); })(),
+  raw_math: (() => { const t = (document.querySelector('article') || document.body).innerText, b = String.fromCharCode(92);
+              return t.split(b + '(').length + t.split(b + '[').length - 2; })(),
+  verdict_box: !!Array.from(document.querySelectorAll('article strong'))
+                 .find(e => e.textContent.trim() === 'Claims and verdicts'),
 };
 """
 
@@ -394,6 +403,18 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
         loaded = [i for i in state["images"] if i["complete"] and i["width"] > 0]
         assert loaded, f"{entry} shows no figure"
         assert not state["stderr"], f"{entry} shows stderr output: {state['stderr'][0][:200]}"
+        stem_claims = REPO / "notebooks" / "claims" / f"{stem}.yaml"
+        if stem_claims.is_file() and "claims:" in stem_claims.read_text():
+            assert state["verdict_box"], f"{entry} does not open with its claims and verdicts"
+
+    # every page: no console error, math rendered offline (no raw TeX delimiters), nothing scrolls sideways
+    for entry in ["book/scorecard", *toc_files()]:
+        state = load(entry)
+        errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        assert not errors, f"{entry}: console errors {errors[:3]}"
+        assert state["raw_math"] == 0, f"{entry} shows raw TeX ({state['raw_math']} delimiters)"
+        assert not state["wide"], f"{entry} has elements wider than the text column: {state['wide'][:3]}"
+        assert not state["external"], f"{entry} loads {state['external'][:3]} from outside the book"
 
     # the generated run-times page lists the committed cpu runs
     load("book/runs")
