@@ -604,6 +604,15 @@ def evaluate_claim(claim: Claim, profile_dir: str | os.PathLike,
     return verdict
 
 
+def _preconditions(root: Path | None) -> dict[str, Claim]:
+    """The checkout's preconditions by name (none without a claims folder)."""
+    try:
+        folder = claims_dir(root)
+    except ConfigError:
+        return {}
+    return load_preconditions(folder) if folder.is_dir() else {}
+
+
 def _registry(claims: Sequence[Claim] | None, root: Path | None) -> dict[str, Claim]:
     """Every name a claim may require: the preconditions of the claims files, and the claims themselves."""
     try:
@@ -807,6 +816,24 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         rows.append([p or "(none)", *counts, int((card[f"stale{suffix}"] != "").sum()),
                      f"{testable} of {len(col)}"])
     lines += _table(header, rows)
+
+    preconditions = _preconditions(root)
+    if preconditions and profiles:
+        lines += ["## Preconditions", "",
+                  "What the claims rest on, measured on the same results. A claim that requires one which does not "
+                  f"hold reads *{NOT_TESTABLE}*.", ""]
+        rows = []
+        for name, pre in preconditions.items():
+            users = sorted(c.id for c in claims if name in c.requires)
+            for p in profiles:
+                verdict = evaluate_claim(pre, Path(results_root) / p, root=root,
+                                         tables=_Tables(Path(results_root) / p, root=root))
+                met = {HOLDS: "met", FAILS: "not met", WITHIN_NOISE: "not shown"}.get(verdict.status, verdict.status)
+                groups = "; ".join(f"{g}: {'met' if st == HOLDS else 'not met'}"
+                                   for g, st in (verdict.groups or {}).items())
+                rows.append([name, p, met + (f" ({groups})" if groups and len(verdict.groups) > 1 else ""),
+                             verdict.ours or "–", pre.statement, ", ".join(users) or "–"])
+        lines += _table(["precondition", "profile", "status", "measured", "what it says", "claims"], rows)
 
     for paper, title in _papers(root, claims).items():
         part = card[card["paper"] == paper]

@@ -280,7 +280,9 @@ def test_an_unmet_precondition_makes_the_claim_not_testable_with_its_measurement
         assert verdict.ours.startswith("a=")
         page = tmp_path / "scorecard.md"
         write_scorecard_page(root / "results", page, root=root)
-        assert "| 0 | 0 | 0 | 1 | 0 | 0 | 0 | 0 of 1 |" in page.read_text()
+        text = page.read_text()
+        assert "| 0 | 0 | 0 | 1 | 0 | 0 | 0 | 0 of 1 |" in text
+        assert "## Preconditions" in text and "| teacher-leads | cpu | not met | teacher=0.1, b=" in text
 
 
 PER_GROUP_PRECONDITION = """\
