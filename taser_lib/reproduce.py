@@ -606,22 +606,45 @@ def _clean_text(text: str) -> str:
     return "\n".join(line for line in lines if not _PROGRESS_LINE.search(line))
 
 
+# What a reader has no use for: timers, the machine's paths, a path object echoed by the last line of a cell, and
+# pandas' marks for a missing value (shown as "–").
+_TIMER_LINE = re.compile(r"\b\d+(\.\d+)? s so far\b|^\s*wall time \d+(\.\d+)? s\s*$")
+_MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|root|home|Users|scratch|private)(?:/[\w.+-]+)*/([\w.+-]+)")
+_MISSING_HTML = re.compile(r"<td>(?:NaN|&lt;NA&gt;|None)</td>")
+_MISSING_TEXT = re.compile(r"(?<![\w.])(?:NaN|<NA>)(?![\w.])")
+
+
+def _scrub(text: str, html: bool = False) -> str:
+    text = _MACHINE_PATH.sub(r"\1", text)
+    return _MISSING_HTML.sub("<td>–</td>", text) if html else _MISSING_TEXT.sub("–", text)
+
+
 def _clean_outputs(outputs: list) -> list:
-    """A cell's outputs as the book shows them: no stderr (warnings, progress bars, logging), no widgets, and no
-    progress-bar debris in stdout."""
+    """A cell's outputs as the book shows them: no stderr (warnings, progress bars, logging), no widgets, no
+    progress-bar debris or timers in stdout, no echoed path objects, no machine paths (a run folder shows as its
+    name), and "–" for a missing value."""
     kept = []
     for out in outputs:
         if out.get("output_type") == "stream":
             if out.get("name") != "stdout":
                 continue
             text = _clean_text("".join(out["text"]) if isinstance(out["text"], list) else out["text"])
+            text = "\n".join(line for line in text.split("\n") if not _TIMER_LINE.search(line))
             if not text.strip():
                 continue
-            out["text"] = text
+            out["text"] = _scrub(text)
         elif out.get("output_type") in ("display_data", "execute_result"):
             data = out.get("data", {})
             if "application/vnd.jupyter.widget-view+json" in data and len(data) <= 2:  # a widget, or it and its text
                 continue
+            plain = data.get("text/plain", "")
+            plain = "".join(plain) if isinstance(plain, list) else plain
+            if set(data) <= {"text/plain"} and plain.lstrip("[(").startswith("PosixPath("):
+                continue
+            for kind in ("text/plain", "text/html"):
+                if kind in data:
+                    value = "".join(data[kind]) if isinstance(data[kind], list) else data[kind]
+                    data[kind] = _scrub(value, html=kind == "text/html")
         kept.append(out)
     return kept
 

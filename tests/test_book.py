@@ -271,6 +271,9 @@ def browser():
     shutil.rmtree(profile_dir, ignore_errors=True)
 
 
+# Timers, paths of the machine that ran a notebook, echoed path objects, staging folders, pandas' missing-value marks
+_DEBRIS = re.compile(r"\b\d+ s so far|PosixPath\(|\.staging|(?<![\w.])/(?:work|tmp|root|home)/|\bNaN\b|<NA>")
+
 _PAGE_STATE = """
 const imgs = Array.from(document.querySelectorAll('article img'));
 return {
@@ -415,8 +418,28 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
         assert state["raw_math"] == 0, f"{entry} shows raw TeX ({state['raw_math']} delimiters)"
         assert not state["wide"], f"{entry} has elements wider than the text column: {state['wide'][:3]}"
         assert not state["external"], f"{entry} loads {state['external'][:3]} from outside the book"
+        text = browser.execute_script(
+            "return Array.from(document.querySelectorAll('article .cell_output')).map(e => e.innerText).join(' ')")
+        debris = sorted({m.group(0) for m in _DEBRIS.finditer(text)})
+        assert not debris, f"{entry} shows notebook debris: {debris[:5]}"
 
     # the generated run-times page lists the committed cpu runs
     load("book/runs")
     text = browser.execute_script("return document.querySelector('article').textContent")
     assert "cpu" in text and "minutes" in text
+
+
+def test_book_pages_drop_timers_paths_and_missing_value_marks():
+    from taser_lib.reproduce import _clean_outputs
+
+    stream = {"output_type": "stream", "name": "stdout",
+              "text": "teacher: cross-encoder-1; 3 s so far\nquestions compared: 500\nwall time 12 s\n"}
+    table = {"output_type": "execute_result", "execution_count": 1, "metadata": {},
+             "data": {"text/plain": "run  /work/main/runs/cache/retriever-0cde  NaN",
+                      "text/html": "<td>/tmp/x/runs/cache/retriever-0cde</td><td>NaN</td><td>&lt;NA&gt;</td>"}}
+    echoed = {"output_type": "execute_result", "execution_count": 2, "metadata": {},
+              "data": {"text/plain": "[PosixPath('../results/cpu/.staging/x/a.csv')]"}}
+    kept = _clean_outputs([stream, table, echoed])
+    assert len(kept) == 2 and kept[0]["text"].strip() == "questions compared: 500"
+    assert kept[1]["data"]["text/plain"] == "run  retriever-0cde  –"
+    assert kept[1]["data"]["text/html"] == "<td>retriever-0cde</td><td>–</td><td>–</td>"
