@@ -42,7 +42,7 @@ import yaml
 
 from .errors import ConfigError, FormatError, TaserError
 from .io import atomic_path, atomic_write_json, atomic_write_text
-from .meta import git_revision, machine_description, run_metadata
+from .meta import machine_description, run_metadata
 from .progress import PROGRESS_ENV
 from .scorecard import stale_reason
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
@@ -407,6 +407,31 @@ def _discard(staging: Path, executed: Path, failed_copy: Path) -> bool:
     return moved
 
 
+def code_revision(root: str | os.PathLike) -> str | None:
+    """The checkout's commit, with '+dirty' when a tracked file outside results/ has uncommitted changes (a run's own
+    outputs under results/ are not code: publishing one notebook must not mark the next one dirty); None outside
+    git."""
+    root = Path(root)
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                  ":(exclude)results"], cwd=top, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return rev.stdout.strip() + ("+dirty" if changed.stdout.strip() else "")
+
+
+def _dirty_files(root: Path) -> list[str]:
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"],
+                             cwd=root, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    return [line[3:] for line in out.splitlines() if line.strip()]
+
+
 def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,
                  overrides: Mapping[str, Any] | None = None,
                  profiles: Mapping[str, Mapping[str, Any]] | None = None,
@@ -424,7 +449,7 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     profiles = profiles if profiles is not None else load_profiles()
     params = notebook_parameters(path, profile, overrides, profiles)
     source = {"path": f"{path.parent.name}/{path.name}", "sha256": notebook_sha256(path),
-              "git_revision": git_revision(path.parent)}  # taken before the run: the version that ran
+              "git_revision": code_revision(path.parent)}  # taken before the run: the version that ran
 
     profile_dir = Path(results_root).resolve() / profile
     staging = profile_dir / ".staging" / f"{stem}-{uuid.uuid4().hex[:8]}"
@@ -463,6 +488,8 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     final = profile_dir / stem
     meta = read_meta(staging) or {}
     meta.update(run_metadata())
+    if source["git_revision"] is not None:  # the code that ran, not the results published meanwhile
+        meta["git_revision"] = source["git_revision"]
     meta.update({
         "notebook": stem, "profile": profile, "status": "ok",
         "results_dir": os.path.relpath(final, path.parent.parent),  # from the repository root: no machine's path
@@ -513,14 +540,21 @@ def run_order(notebooks: list[Path], run_first: list[str]) -> list[Path]:
 
 def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, root: str | os.PathLike = ".",
               results_root: str | os.PathLike | None = None, profiles_file: str | os.PathLike | None = None,
-              book: bool = True, out_dir: str | os.PathLike | None = None, force: bool = False) -> int:
+              book: bool = True, out_dir: str | os.PathLike | None = None, force: bool = False,
+              allow_dirty: bool = False) -> int:
     """Run every notebook (or `only` those) at `profile`, print a summary, then build the book.
 
     A notebook whose published result is up to date (`result_status`) is skipped unless `force`; `force` also sets
     TASER_FORCE_RETRAIN for the kernels, one time for all of them. Keeps going past a failed notebook. Returns 0 when
-    every notebook (and the book) succeeded, 1 otherwise.
+    every notebook (and the book) succeeded, 1 otherwise. Results to publish (any profile but smoke) come only from
+    committed code: uncommitted changes outside results/ raise ConfigError unless `allow_dirty` (the pages then show
+    the revision as "+dirty").
     """
     root = Path(root).resolve()
+    if profile != "smoke" and not allow_dirty and (dirty := _dirty_files(root)):
+        more = f" and {len(dirty) - 3} more" if len(dirty) > 3 else ""
+        raise ConfigError(f"uncommitted changes ({', '.join(dirty[:3])}{more}): commit them before publishing "
+                          f"'{profile}' results, or pass --allow-dirty (the pages then say '+dirty')")
     results_root = Path(results_root) if results_root is not None else root / "results"
     profiles = load_profiles(profiles_file)
     if profile not in profiles:

@@ -476,3 +476,31 @@ def test_parallel_kernels_share_the_cores(tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the caller's choice is kept
     assert reproduce("smoke", root=root, results_root=results, book=False, jobs=2, force=True) == 0
     assert load_result(results / "smoke" / "one", "threads")["omp"] == "3"
+
+
+def test_results_are_published_only_from_committed_code(tmp_path):
+    """Uncommitted code refuses a publishing run unless allowed; changes under results/ are outputs, not code."""
+    import subprocess
+
+    from taser_lib.errors import ConfigError
+    from taser_lib.reproduce import code_revision, reproduce
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "results" / "cpu").mkdir(parents=True)
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "results" / "cpu" / "table.csv").write_text("a\n1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    (tmp_path / "results" / "cpu" / "table.csv").write_text("a\n2\n")     # a published result changed: still clean
+    assert not code_revision(tmp_path).endswith("+dirty")
+    assert reproduce("cpu", root=tmp_path, book=False) == 0
+    (tmp_path / "code.py").write_text("x = 2\n")                           # code changed: dirty
+    assert code_revision(tmp_path).endswith("+dirty")
+    with pytest.raises(ConfigError, match=r"uncommitted changes \(code.py\).*--allow-dirty"):
+        reproduce("cpu", root=tmp_path, book=False)
+    assert reproduce("cpu", root=tmp_path, book=False, allow_dirty=True) == 0
+    assert reproduce("smoke", root=tmp_path, book=False) == 0              # smoke results are never published

@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     r.add_argument("--force", action="store_true",
                    help="run notebooks whose results are up to date too, and retrain cached training runs "
                         "(sets TASER_FORCE_RETRAIN for the notebooks)")
+    r.add_argument("--allow-dirty", action="store_true",
+                   help="publish results (any profile but smoke) from a checkout with uncommitted changes outside "
+                        "results/; the pages then show the revision as '+dirty'")
     r.set_defaults(func=_reproduce)
 
     b = subparsers.add_parser(
@@ -46,7 +49,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     from ..reproduce import reproduce
 
     return reproduce(args.profile, only=args.only, jobs=args.jobs, root=args.root, results_root=args.results,
-                     profiles_file=args.profiles, book=not args.no_book, force=args.force)
+                     profiles_file=args.profiles, book=not args.no_book, force=args.force,
+                     allow_dirty=args.allow_dirty)
 
 
 def _book(args: argparse.Namespace) -> int:
