@@ -83,9 +83,9 @@ class Verdict:
     @property
     def short(self) -> str:
         """The verdict as the scorecard's table shows it: "holds (p = 0.002)", "fails: dist < de (p = 0.0002)",
-        "not testable here"."""
+        "not testable here: needs teacher-leads" (the precondition that does not hold)."""
         text = self.status
-        if self.status == FAILS and self.observed:
+        if self.status in (FAILS, NOT_TESTABLE) and self.observed:
             text += f": {self.observed}"
         if self.p_value is not None and self.status in (HOLDS, FAILS, WITHIN_NOISE):
             text += f" (p = {self.p_value:.2g})"
@@ -549,7 +549,7 @@ def _judge(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[s
             rules.append(lambda g, ok=ok, measured=measured: g not in ok if g in measured else not ok)
             reasons.append(reason)
             continue
-        return Verdict(NOT_TESTABLE, _ours(claim, tables, root), reason)
+        return Verdict(NOT_TESTABLE, _ours(claim, tables, root), reason, observed=f"needs {name}")
     if not rules:
         return _evaluate(claim, tables, root)
     skip = lambda g: any(rule(g) for rule in rules)  # noqa: E731
@@ -557,7 +557,8 @@ def _judge(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[s
     if verdict.status not in TESTABLE:
         return verdict
     if not verdict.groups:
-        return Verdict(NOT_TESTABLE, verdict.ours, "; ".join(reasons))
+        names = [n for n in claim.requires if any(f"'{n}'" in r for r in reasons)]
+        return Verdict(NOT_TESTABLE, verdict.ours, "; ".join(reasons), observed="needs " + ", ".join(names))
     excluded = [g for g in _groups_of(claim, tables) if skip(g)]
     note = f"{claim.over} {', '.join(excluded)} not testable: " + "; ".join(reasons) + "; " if excluded else ""
     return replace(verdict, detail=note + verdict.detail)
