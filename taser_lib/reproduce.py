@@ -416,11 +416,9 @@ def code_revision(root: str | os.PathLike) -> str | None:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True,
                              check=True).stdout.strip()
-        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                  ":(exclude)results"], cwd=top, capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError):
         return None
-    return rev.stdout.strip() + ("+dirty" if changed.stdout.strip() else "")
+    return rev.stdout.strip() + ("+dirty" if _dirty_files(Path(top)) else "")
 
 
 def _dirty_files(root: Path) -> list[str]:
