@@ -21,6 +21,7 @@ when several notebooks share it. With one job, the kernel's output (tqdm bars in
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import logging
 import os
@@ -31,7 +32,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ from .errors import ConfigError, FormatError, TaserError
 from .io import atomic_path, atomic_write_json, atomic_write_text
 from .meta import machine_description, run_metadata
 from .progress import PROGRESS_ENV
-from .scorecard import stale_reason
+from .scorecard import claim_anchor, escape_markdown, stale_reason, verdict_counts_table
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
     EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result,
 )
@@ -701,16 +702,30 @@ def _provenance_line(meta: Mapping[str, Any]) -> str:
 
 
 def _verdict_box(claims: pd.DataFrame) -> str:
-    """The page's claims and verdicts as a short Markdown table (the first thing under the title)."""
+    """The page's claims and verdicts as a short Markdown table (the first thing under the title), each claim's row
+    carrying the anchor the scorecard and the chapter pages link to, then a dropdown with each claim in full and the
+    test behind its verdict."""
+    from .scorecard import claim_anchor, escape_markdown
+
     def cell(text: Any) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
 
     lines = ["**Claims and verdicts** (judged when the book was built, from this page's saved tables; the "
              "[scorecard](../book/scorecard.md) explains the tests):", "",
-             "| claim | paper | ours | verdict | ER |", "| --- | --- | --- | --- | --- |"]
+             "| claim | verdict | paper | ours | ER |", "| --- | --- | --- | --- | --- |"]
+    details = []
     for row in claims.itertuples(index=False):
-        lines.append(f"| {cell(row.id)} | {cell(row.paper)} | {cell(row.ours) or '–'} | {cell(row.verdict)} | "
+        where = getattr(row, "where", "") or ""
+        name = f'<span id="{claim_anchor(row.id)}"></span>**{cell(row.id)}**' + (f" ({cell(where)})" if where else "")
+        lines.append(f"| {name} | {cell(row.verdict)} | {cell(row.paper)} | {cell(row.ours) or '–'} | "
                      f"{cell(row.ER) or '–'} |")
+        statement = " ".join(str(getattr(row, "claim", "") or "").split())
+        detail = " ".join(str(getattr(row, "detail", "") or "").split())
+        if statement or detail:
+            details.append(f"- **{escape_markdown(row.id)}**: {escape_markdown(statement)}"
+                           + (f" *Verdict*: {escape_markdown(detail)}" if detail else ""))
+    if details:
+        lines += ["", ":::{dropdown} The claims in full, with the test behind each verdict", "", *details, "", ":::"]
     return "\n".join(lines)
 
 
@@ -836,6 +851,18 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
     atomic_write_text(Path(out_md), "\n".join(lines) + "\n")
 
 
+def _write_root_favicon(png: Path, ico: Path) -> None:
+    """The book's icon also as /favicon.ico at the site's root: the root index.html is a bare redirect without an icon
+    link, and a browser then asks for /favicon.ico (a 404 in its console otherwise)."""
+    if not png.is_file():
+        return
+    from PIL import Image
+
+    ico.parent.mkdir(parents=True, exist_ok=True)
+    with Image.open(png) as image:
+        image.save(ico, format="ICO")
+
+
 MATHJAX_PARTS = ("tex-mml-chtml.js", "input", "output", "ui", "a11y", "adaptors")  # what the CHTML component loads
 
 
@@ -858,11 +885,172 @@ def _copy_mathjax(dest: Path) -> None:
             shutil.copy2(source, dest / part)
 
 
+# ------------------------------------------------------------------------------------------------ the book's ways in
+# Both papers' tables and figures listed on the front page, and each chapter's notebooks with their claims' verdicts,
+# every claim linked to its row in its page's verdict box. The list of tables and figures is data: book/papers.yaml.
+
+PAPERS_FILE = "book/papers.yaml"
+
+
+@dataclass(frozen=True)
+class PaperItem:
+    """One table or figure of a paper and the notebook page that reproduces it."""
+
+    paper: str
+    ref: str
+    what: str
+    notebook: str
+
+
+@dataclass(frozen=True)
+class PageVerdicts:
+    """A notebook page's claims judged at the profile the book shows it at (`scorecard.card_claims`)."""
+
+    profile: str
+    claims: pd.DataFrame
+
+
+def load_paper_items(root: str | os.PathLike) -> tuple[dict[str, str], list[PaperItem]]:
+    """The papers' titles (key -> title) and their tables and figures, in the file's order, from book/papers.yaml.
+    A missing file gives nothing; a malformed one is a ConfigError naming the file and the entry."""
+    path = Path(root) / PAPERS_FILE
+    if not path.is_file():
+        return {}, []
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of paper keys to {{title, items}}")
+    titles, items = {}, []
+    for key, paper in data.items():
+        if not isinstance(paper, dict) or not isinstance(paper.get("items"), list):
+            raise ConfigError(f"{path}: paper '{key}' needs a title and a list of items")
+        titles[str(key)] = str(paper.get("title", key))
+        for i, item in enumerate(paper["items"], 1):
+            missing = [f for f in ("ref", "what", "notebook") if not isinstance(item, dict) or not item.get(f)]
+            if missing:
+                raise ConfigError(f"{path}: paper '{key}', item {i}: field '{missing[0]}' is missing")
+            items.append(PaperItem(str(key), str(item["ref"]), str(item["what"]), str(item["notebook"])))
+    return titles, items
+
+
+def _page(notebook: str) -> str:
+    return f"../notebooks/{notebook}.html"
+
+
+_REFS = re.compile(r"\b(Table|Figure)s?\s+([A-Z]?\d+(?:\s*(?:,|and|-)\s*[A-Z]?\d+)*)")
+
+
+def paper_refs(text: str) -> set[tuple[str, str]]:
+    """The tables and figures `text` names: 'Tables 4 and 5, Figure 2' -> {(Table, 4), (Table, 5), (Figure, 2)}."""
+    found = set()
+    for kind, numbers in _REFS.findall(text):
+        found |= {(kind, n) for n in re.findall(r"[A-Z]?\d+", numbers)}
+    return found
+
+
+def _claim_links(page: PageVerdicts | None, notebook: str, ref: str | None = None) -> str:
+    """'ID verdict; ...' with each ID linked to its row in the page's verdict box, for a Markdown table cell. With
+    `ref` (a paper's table or figure), only the claims whose `where` names it, when any does."""
+    if page is None:
+        return "not run yet"
+    if page.claims.empty:
+        return "no claims to judge"
+    rows = page.claims
+    if ref is not None and (wanted := paper_refs(ref)):
+        mine = rows[[bool(paper_refs(str(w)) & wanted) for w in rows["where"]]]
+        rows = mine if not mine.empty else rows
+    parts = []
+    for row in rows.itertuples(index=False):
+        word = str(row.verdict).split(":")[0].replace(" · stale", " (stale)")
+        parts.append(f'<a href="{_page(notebook)}#{claim_anchor(row.id)}">{html.escape(str(row.id))}</a> '
+                     f"{escape_markdown(word)}")
+    return f"`{page.profile}`: " + "; ".join(parts)
+
+
+def verdicts_section(card: pd.DataFrame, profiles: Sequence[str]) -> str:
+    """Markdown for the front page: the verdict counts per profile."""
+    lines = ["## The verdicts at a glance", "",
+             "Every headline claim of both papers, judged from the saved results (the [scorecard](scorecard.md) "
+             "has each claim, its test and its numbers; {ref}`both papers, table by table <both-papers>` links "
+             "each claim to its page):", ""]
+    lines += verdict_counts_table(card, profiles) if not card.empty else ["No claims files were found.", ""]
+    return "\n".join(lines)
+
+
+def papers_section(titles: Mapping[str, str], items: Sequence[PaperItem],
+                   pages: Mapping[str, PageVerdicts | None]) -> str:
+    """Markdown for the front page: every table and figure of both papers, each linked to the page that reproduces
+    it, with the verdicts of that page's claims about it. A notebook not in `pages` is not written yet."""
+    lines = ["(both-papers)=", "## Both papers, table by table", "",
+             "Each table and figure of the two papers, the page that reproduces it, and the verdicts of that "
+             "page's claims about it (each links to the claim on its page).", ""]
+    for key, title in titles.items():
+        lines += [f"### {escape_markdown(title)}", "", "| paper | what it shows | page | claims and verdicts |",
+                  "| --- | --- | --- | --- |"]
+        for item in (i for i in items if i.paper == key):
+            page = f"[{item.notebook}](../notebooks/{item.notebook}.ipynb)" if item.notebook in pages \
+                else f"{escape_markdown(item.notebook)} (not written yet)"
+            lines.append(f"| {escape_markdown(item.ref)} | {escape_markdown(item.what)} | {page} | "
+                         f"{_claim_links(pages.get(item.notebook), item.notebook, item.ref)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+_CHAPTER_ROW = re.compile(  # | [title](../notebooks/<nb>.ipynb) | what it reproduces | in this book |
+    r"^(\|\s*\[[^\]]+\]\(\.\./notebooks/(?P<nb>[\w-]+)\.ipynb\)\s*\|.*\|)\s*in this book\s*\|\s*$")
+
+
+def chapter_verdicts(text: str, pages: Mapping[str, PageVerdicts | None]) -> str:
+    """A chapter page's notebook table with its last column ('status', each row 'in this book') replaced by the
+    page's claims and verdicts, each linked to its row on the page."""
+    out = []
+    for line in text.split("\n"):
+        if line.strip() == "| notebook | reproduces | status |":
+            line = "| notebook | reproduces | claims and verdicts |"
+        elif (m := _CHAPTER_ROW.match(line)):
+            line = f"{m.group(1)} {_claim_links(pages.get(m.group('nb')), m.group('nb'))} |"
+        out.append(line)
+    return "\n".join(out)
+
+
+def insert_before_heading(text: str, section: str, heading: str = "## Citing") -> str:
+    """`section` placed before the line `heading` of a Markdown page (at its end when there is none)."""
+    lines = text.split("\n")
+    if heading in lines:
+        i = lines.index(heading)
+        return "\n".join(lines[:i] + [section, ""] + lines[i:])
+    return text.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def _write_ways_in(root: Path, src: Path, card: pd.DataFrame, profiles: list[str],
+                   pages: dict[str, PageVerdicts | None]) -> None:
+    """The front page gets the verdict counts and both papers' tables and figures, each linked; the chapter pages'
+    notebook tables get each page's claims and verdicts (in the copied sources, not the repository's)."""
+    titles, items = load_paper_items(root)
+    intro = src / "book" / "intro.md"
+    if intro.is_file():
+        text = insert_before_heading(intro.read_text(encoding="utf-8"), verdicts_section(card, profiles),
+                                     "## The two papers")
+        if items:
+            text = insert_before_heading(text, papers_section(titles, items, pages), "## Citing")
+        atomic_write_text(intro, text)
+    for chapter in sorted((src / "book").glob("*.md")):
+        text = chapter.read_text(encoding="utf-8")
+        if "](../notebooks/" in text:
+            new = chapter_verdicts(text, pages)
+            if new != text:
+                atomic_write_text(chapter, new)
+
+
 def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | None = None, *,
                out_dir: str | os.PathLike | None = None, prefer: str | None = None) -> Path:
     """Assemble the book's sources with the executed notebooks and the scorecard, and build it with Jupyter Book
     (notebooks are not re-executed) into `<out_dir>/_build/html`. Returns the path of index.html."""
-    from .scorecard import card_claims, write_scorecard_page
+    from .scorecard import card_claims, profiles_with_results, write_scorecard_page
 
     root = Path(root).resolve()
     results_root = Path(results_root) if results_root is not None else root / "results"
@@ -882,7 +1070,9 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
         if (root / folder).is_dir():
             shutil.copytree(root / folder, src / folder, ignore=ignore)
     _copy_mathjax(src / "_extra" / "mathjax")
+    _write_root_favicon(src / "_static" / "favicon.png", src / "_extra" / "favicon.ico")
     card = write_scorecard_page(results_root, src / "book" / "scorecard.md", root=root)  # every verdict, judged once
+    pages: dict[str, PageVerdicts | None] = {}
     if (root / "notebooks").is_dir():
         shutil.copytree(root / "notebooks", src / "notebooks", ignore=ignore)
         for source in find_notebooks(root):
@@ -892,7 +1082,11 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
                 meta = read_meta(executed.parent)
                 stale = stale_reason(executed.parent, root)
                 claims = card_claims(card, source.stem, executed.parent.parent.name)
+                pages[source.stem] = PageVerdicts(executed.parent.parent.name, claims)
+            else:
+                pages[source.stem] = None
             book_notebook(source, executed, src / "notebooks" / source.name, stale=stale, meta=meta, claims=claims)
+    _write_ways_in(root, src, card, profiles_with_results(results_root), pages)
     write_runs_page(root, results_root, src / "book" / "runs.md")
 
     log = out_dir / "_build" / "book.log"

@@ -32,8 +32,10 @@ The contract for notebooks, so that their results can be scored:
 from __future__ import annotations
 
 import hashlib
+import html
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -726,16 +728,30 @@ _MARKDOWN_SPECIAL = "\\`*_[]<>$|~#"
 
 @dataclass(frozen=True)
 class _Link:
-    """A table cell that links `text` to `target` (a page of the book)."""
+    """A table cell that links `text` to `target` (a page of the book), at `anchor` on that page when given."""
 
     text: str
     target: str
+    anchor: str | None = None
+
+
+def claim_anchor(claim_id: str) -> str:
+    """The HTML id of a claim's row in its page's verdict box (`reproduce.book_notebook` writes it)."""
+    return "claim-" + re.sub(r"[^A-Za-z0-9_-]", "-", claim_id)
 
 
 def _md(text: Any) -> str:
     """Plain text for a Markdown table cell or list item: Markdown's special characters escaped, one line."""
     if isinstance(text, _Link):
+        if text.anchor:  # an anchor inside a page is not a Sphinx target: a plain HTML link to the built page
+            page = re.sub(r"\.(ipynb|md)$", ".html", text.target)
+            return f'<a href="{html.escape(page)}#{html.escape(text.anchor)}">{html.escape(str(text.text))}</a>'
         return f"[{_md(text.text)}]({text.target})"
+    return escape_markdown(text)
+
+
+def escape_markdown(text: Any) -> str:
+    """`text` on one line with Markdown's special characters escaped, to show as it is in a page."""
     out = str(text).replace("\n", " ")
     return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in out)
 
@@ -760,6 +776,22 @@ def _papers(root: Path | None, claims: Sequence[Claim]) -> dict[str, str]:
     for claim in claims:
         titles.setdefault(claim.paper, claim.paper)
     return {k: v for k, v in titles.items() if any(c.paper == k for c in claims)}
+
+
+def verdict_counts_table(card: pd.DataFrame, profiles: Sequence[str]) -> list[str]:
+    """The verdict counts per profile as Markdown table lines (the scorecard's summary; the book's front page too)."""
+    labels = list(profiles) or [""]
+    show_error = any((card[f"verdict{' (' + p + ')' if p else ''}"] == ERROR).any() for p in labels)
+    header = ["profile", *VERDICTS, *([ERROR] if show_error else []), "stale", "testable"]
+    rows = []
+    for p in labels:
+        suffix = f" ({p})" if p else ""
+        col = card[f"verdict{suffix}"]
+        counts = [int((col == v).sum()) for v in header[1:-2]]
+        testable = int(col.isin(TESTABLE).sum())
+        rows.append([p or "(none)", *counts, int((card[f"stale{suffix}"] != "").sum()),
+                     f"{testable} of {len(col)}"])
+    return _table(header, rows)
 
 
 def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathLike,
@@ -806,17 +838,7 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         lines += ["No claims files were found (`notebooks/claims/<notebook>.yaml`).", ""]
     if not profiles:
         lines += ["No profile has results yet: run `taser reproduce --profile cpu`.", ""]
-    show_error = any((card[f"verdict{' (' + p + ')' if p else ''}"] == ERROR).any() for p in labels)
-    header = ["profile", *VERDICTS, *([ERROR] if show_error else []), "stale", "testable"]
-    rows = []
-    for p in labels:
-        suffix = f" ({p})" if p else ""
-        col = card[f"verdict{suffix}"]
-        counts = [int((col == v).sum()) for v in header[1:-2]]
-        testable = int(col.isin(TESTABLE).sum())
-        rows.append([p or "(none)", *counts, int((card[f"stale{suffix}"] != "").sum()),
-                     f"{testable} of {len(col)}"])
-    lines += _table(header, rows)
+    lines += verdict_counts_table(card, labels)
 
     preconditions = _preconditions(root)
     if preconditions and profiles:
@@ -844,7 +866,7 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
             if p:
                 lines += [f"### {p}", ""]
             lines += _table(["claim", "verdict", "ER", "paper", "ours"],
-                            [[_Link(r["id"], f"../notebooks/{r['notebook']}.ipynb")
+                            [[_Link(r["id"], f"../notebooks/{r['notebook']}.ipynb", claim_anchor(r["id"]))
                               if link_pages and (root is None or (root / "notebooks" / f"{r['notebook']}.ipynb").is_file())
                               else r["id"],
                               r[f"shown{suffix}"],

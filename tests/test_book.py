@@ -383,6 +383,7 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
             "return Array.from(document.querySelectorAll('article img')).every(i => i.complete)"))
         return browser.execute_script(_PAGE_STATE)
 
+    browser.get_log("browser")  # the console so far belongs to other tests' books: start this book's with it empty
     # the scorecard shows verdicts computed from the committed results, not only "planned" / "not run"
     load("book/scorecard")
     cells = browser.execute_script(
@@ -411,6 +412,10 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
             assert state["verdict_box"], f"{entry} does not open with its claims and verdicts"
 
     # every page: no console error, math rendered offline (no raw TeX delimiters), nothing scrolls sideways
+    browser.get(f"{committed_server}/index.html")  # the root redirect too (it has no icon link: /favicon.ico)
+    WebDriverWait(browser, 30).until(lambda d: d.current_url.endswith("/book/intro.html"))
+    errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, f"index.html: console errors {errors[:3]}"
     for entry in ["book/scorecard", *toc_files()]:
         state = load(entry)
         errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
@@ -422,6 +427,34 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
             "return Array.from(document.querySelectorAll('article .cell_output')).map(e => e.innerText).join(' ')")
         debris = sorted({m.group(0) for m in _DEBRIS.finditer(text)})
         assert not debris, f"{entry} shows notebook debris: {debris[:5]}"
+
+    # every claim link of the scorecard, the front page and the chapter pages lands on that claim's row of an
+    # existing page; from the front page, every table and figure of both papers is one click from its page
+    from taser_lib.reproduce import load_paper_items
+
+    targets: dict[str, set[str]] = {}
+    for entry in ("book/scorecard", "book/intro", "book/taser", "book/dual_encoders"):
+        load(entry)
+        hrefs = browser.execute_script(
+            "return Array.from(document.querySelectorAll('article a')).map(a => a.href)"
+            ".filter(h => h.includes('#claim-'))")
+        assert hrefs, f"{entry} links no claim to its page"
+        for href in hrefs:
+            page, _, anchor = href.partition("#")
+            targets.setdefault(page, set()).add(anchor)
+    for page, anchors in sorted(targets.items()):
+        browser.get(page)
+        WebDriverWait(browser, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+        assert "404" not in browser.title, f"a claim links to {page}, which does not exist"
+        missing = [a for a in sorted(anchors) if not browser.execute_script(
+            "return !!document.getElementById(arguments[0])", a)]
+        assert not missing, f"{page} has no anchor for the claims linked to it: {missing[:5]}"
+    _, items = load_paper_items(REPO)
+    load("book/intro")
+    linked = set(browser.execute_script(
+        "return Array.from(document.querySelectorAll('article a')).map(a => a.pathname)"))
+    unlinked = [f"{i.paper} {i.ref}" for i in items if f"/notebooks/{i.notebook}.html" not in linked]
+    assert items and not unlinked, f"the front page does not link these tables and figures to a page: {unlinked}"
 
     # the generated run-times page lists the committed cpu runs
     load("book/runs")

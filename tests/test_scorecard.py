@@ -465,14 +465,15 @@ def test_the_page_shows_verdicts_per_profile(directions):
     assert "| smoke | 0 | 1 | 0 | 0 | 2 | 1 | 0 | 1 of 4 |" in text and "| cpu | 1 | 1 | 0 | 0 | 1 | 1 | 0 | 2 of 4 |" in text
     assert "## Paper A (2024)" in text and "## Paper B" in text and "### cpu" in text
     assert "| claim | verdict | ER | paper | ours |" in text
-    assert "| [P-params](../notebooks/nb.ipynb) | holds |  | 128M vs 218M | small=128.0M, big=218.0M |" in text
+    assert ('| <a href="../notebooks/nb.html#claim-P-params">P-params</a> | holds |  | 128M vs 218M | '
+            'small=128.0M, big=218.0M |') in text    # each claim links to its row on its page
     assert ":::{dropdown}" in text and "small is at most 60% of big." in text
     assert "issue" not in text.lower()
     # a stale result says so in the table and in the summary
     write_notebook(directions / "notebooks" / "nb.ipynb", "# edited")
     write_scorecard_page(directions / "results", page, root=directions)
     text = page.read_text()
-    assert "| [P-params](../notebooks/nb.ipynb) | holds · stale |" in text and \
+    assert '| <a href="../notebooks/nb.html#claim-P-params">P-params</a> | holds · stale |' in text and \
         "| cpu | 1 | 1 | 0 | 0 | 1 | 1 | 2 | 2 of 4 |" in text
 
 
@@ -484,7 +485,7 @@ def test_the_page_without_results_lists_every_claim(tmp_path):
     assert (card["verdict"] == PLANNED).sum() == sum(
         not (REPO / "notebooks" / f"{nb}.ipynb").is_file() for nb in card["notebook"])
     text = page.read_text()
-    assert all(f"| [{i}](../notebooks/" in text for i in IDS_BEFORE_THE_MOVE)
+    assert all(f'#claim-{i}">{i}</a> |' in text for i in IDS_BEFORE_THE_MOVE)
     assert "No profile has results yet" in text and "issue" not in text.lower()
 
 

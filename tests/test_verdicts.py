@@ -391,7 +391,9 @@ def test_the_book_page_opens_with_the_verdicts_judged_now(tmp_path):
     page = nbformat.read(out, as_version=4)
     first = page.cells[0].source
     assert first.startswith("# A page") and "**Claims and verdicts**" in first
-    assert "| K-1 | 0.4 vs 0.3 | a=0.5, b=0.2 | fails: a < b (p = 0.001) | -0.50 |" in first
+    assert ('| <span id="claim-K-1"></span>**K-1** (Table 1) | fails: a < b (p = 0.001) | 0.4 vs 0.3 | a=0.5, b=0.2 | '
+            '-0.50 |') in first                       # the verdict next to the claim, on the anchor the scorecard uses
+    assert ":::{dropdown}" in first and "- **K-1**: a beats b *Verdict*: why" in first
     assert first.index("Claims and verdicts") < first.index("Text.")
     shown = page.cells[1].outputs[0]["data"]["text/plain"]
     assert "holds (old)" not in shown and "fails: a < b" in shown
