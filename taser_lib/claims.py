@@ -46,7 +46,8 @@ file, the line and the field):
                                    # when one does not, the claim is *not testable here*, with its measurement
         paper_values: {taser: 83.6, dpr: 82.5}  # optional: the paper's number per quantity, for the effect ratio
                                    # (with `over`, per value: {dpr-nq: {taser: 83.6, dpr: 82.5}, ...})
-        unit: s                    # optional: the numbers' unit (seconds, bytes, ...), shown beside ours
+        unit: s                    # optional: the numbers' unit (s, bytes, "test R@20, %", ...), shown once
+                                   # after ours: "taser=2132, dpr=1469 (s)"
     preconditions:                 # optional: what must hold for claims to be testable, each a measured quantity
       r20-below-ceiling:           # with its own test; read like a claim (statement, table, column, quantities,
         statement: ...             # test, over, groups, noise), without paper, where or paper_numbers

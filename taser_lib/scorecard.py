@@ -465,10 +465,9 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
                                    columns[name], group)
                       for name, f in frames.items()}
               for group in groups}
-    unit = f" {claim.unit}" if claim.unit else ""
-    parts = [(f"{group}: " if group is not None else "") + ", ".join(f"{k}={_fmt(v)}{unit}" for k, v in vals.items())
+    parts = [(f"{group}: " if group is not None else "") + ", ".join(f"{k}={_fmt(v)}" for k, v in vals.items())
              for group, vals in values.items()]
-    ours = "; ".join(parts)
+    ours = "; ".join(parts) + (f" ({claim.unit})" if claim.unit else "")  # the numbers' unit, once
     tested = [g for g in groups if skip is None or not skip(g)]
     statuses: dict[str | None, str] = {}
     notes, failed, observed = [], [], []

@@ -220,7 +220,8 @@ def built_book(tmp_path_factory) -> Path:
     if absent:
         pytest.fail(f"_toc.yml lists notebooks that do not exist yet: {absent}")
     out = tmp_path_factory.mktemp("book")
-    status = reproduce("smoke", root=REPO, results_root=out / "results", out_dir=out)
+    # two kernels at a time, one core each (the pytest process only waits meanwhile)
+    status = reproduce("smoke", jobs=2, root=REPO, results_root=out / "results", out_dir=out)
     assert status == 0, f"taser reproduce --profile smoke failed (see the summary above; log: {out}/_build/book.log)"
     html = out / "_build" / "html"
     assert (html / "index.html").is_file()

@@ -75,6 +75,35 @@ def test_dense_and_hybrid_with_default_model(qa_folder, tmp_path, capsys):
     assert "encoded with --model 'default'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+def test_dense_search_cuts_queries_as_the_pages_do(tmp_path):
+    """One path: `taser search --retriever dense` gives the run the book's pages make (`first_stage_runs` at the
+    query length that cuts none of the queries of a non-QA set; a 32-token cap for questions)."""
+    from taser_lib.evaluation.baselines import first_stage_runs, query_length
+    from taser_lib.models import load_encoder
+
+    long_query = " ".join(["which passage describes the largest city of France and its many museums"] * 12)
+    corpus = {f"d{i}": Document(f"d{i}", t, title=f"Article {i}") for i, t in enumerate(TEXTS)}
+    queries = {"q1": Query("q1", long_query), "q2": Query("q2", "a programming language")}
+    qrels = {"q1": {"d0": 1}, "q2": {"d3": 1}}
+    dataset = Dataset("toy-ir", "test", corpus, queries, qrels)
+    folder = write_prepared(dataset, tmp_path / "ir")
+    run_path = tmp_path / "dense.trec"
+    assert main(["search", str(folder), "--retriever", "dense", "--precision", "fp32", "--out", str(run_path),
+                 "-k", "6"]) == 0
+    encoder = load_encoder("default", precision="fp32", max_passage_length=192)
+    length = query_length(dataset, encoder, qa_cap=32)
+    assert length > 64                                            # longer than any fixed cut the CLI used to apply
+    page = first_stage_runs(dataset, encoder, k=6, query_length=length)["dense"]
+    cli = read_run(run_path)
+    assert cli.keys() == page.keys()
+    for qid in page:
+        assert list(cli[qid]) == list(page[qid])
+        assert cli[qid] == pytest.approx(page[qid], abs=1e-4)    # the run file keeps scores to a few decimals
+    cut = first_stage_runs(dataset, encoder, k=6, query_length=32)["dense"]
+    assert cut["q1"] != pytest.approx(page["q1"], abs=1e-4)     # a CLI that cut at 32 tokens would fail above
+
+
 def _bm25_run(qa_folder, tmp_path) -> Path:
     run_path = tmp_path / "bm25.trec"
     assert main(["search", str(qa_folder), "--retriever", "bm25", "--out", str(run_path), "-k", "3"]) == 0

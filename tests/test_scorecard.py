@@ -93,6 +93,7 @@ def test_every_claims_file_parses_and_every_claim_survived_the_move():
     assert {c.paper for c in claims} == set(load_papers(CLAIMS_DIR)) == {"TASER", "DE", "BEYOND"}
     for claim in claims:
         assert claim.statement and claim.paper_numbers and claim.where, claim.id
+        assert claim.unit, f"{claim.id} has no unit: the book would show its numbers bare"
         assert claim.notebook == Path(claim.source.rsplit(":", 1)[0]).stem
     # the notebooks that exist show their claims from these files
     for name in ("taser_architecture", "baselines"):
@@ -232,6 +233,7 @@ claims:
       taser: {model: taser, metric: R@20}
       dpr: {model: dpr, metric: R@20}
     test: taser >= dpr - 0.5
+    unit: test R@20, %
     over: dataset
   - id: P-needs-bm25
     paper: A
@@ -270,6 +272,7 @@ def test_verdicts_hold_fail_not_run_and_planned(directions):
     assert cpu["P-per-dataset"].status == FAILS
     assert cpu["P-per-dataset"].detail.startswith("fails on nq")
     assert "squad-open: taser=80, dpr=70" in cpu["P-per-dataset"].ours
+    assert cpu["P-per-dataset"].ours.endswith("dpr=70 (test R@20, %)")  # the unit once, after every group's numbers
     assert cpu["P-needs-bm25"].status == NOT_RUN            # the table has no bm25 row
     assert "squad-open" in cpu["P-needs-bm25"].detail
     assert cpu["F-1"].status == PLANNED                     # notebooks/future.ipynb does not exist

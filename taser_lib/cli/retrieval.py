@@ -24,6 +24,8 @@ from pathlib import Path
 from ..errors import ConfigError, FormatError, TaserError
 
 _INDEX_META = "taser_index.json"
+DEFAULT_PASSAGE_LENGTH = 192  # the cpu profile's max_passage_length (taser_lib/profiles.yaml)
+QA_QUERY_CAP = 32             # questions are cut at 32 tokens, as in the papers and the profiles
 _DATASET_HELP = ("a registered dataset NAME[:SPLIT] (e.g. squad-open:test), a prepared folder, or a BEIR folder "
                  "(corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) or zip, with an optional :SPLIT (default test)")
 
@@ -51,7 +53,7 @@ def register(subparsers) -> None:
     s.add_argument("--dense-index", type=Path, help="index folder from `taser index --retriever dense` "
                                                    "(default: encode the corpus in memory)")
     _bm25_options(s)
-    _dense_options(s)
+    _dense_options(s, queries=True)
     s.add_argument("--alpha", type=float, help="hybrid: weight of BM25 in Eq. 6 (choose it on a dev set)")
     s.add_argument("--k-prime", type=int, default=100, help="hybrid: candidates from each retriever (default 100)")
     s.add_argument("--tag", default=None, help="run tag (default: the retriever name)")
@@ -81,12 +83,21 @@ def _bm25_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--b", type=float, default=defaults.b, help=f"BM25 b (default {defaults.b})")
 
 
-def _dense_options(p: argparse.ArgumentParser) -> None:
+def _dense_options(p: argparse.ArgumentParser, queries: bool = False) -> None:
     p.add_argument("--model", default="default", help="dense encoder: 'default' or a saved model folder")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
     p.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="auto",
                    help="encoder precision; auto (default): bf16 on CUDA and on CPUs with native bf16, else fp32")
+    p.add_argument("--max-passage-length", type=int, default=DEFAULT_PASSAGE_LENGTH, metavar="TOKENS",
+                   help=f"passages are cut to this many tokens (default {DEFAULT_PASSAGE_LENGTH}, as the book's cpu "
+                        "pages encode them)")
+    if not queries:
+        return
+    p.add_argument("--max-query-length", type=int, default=None, metavar="TOKENS",
+                   help="queries are cut to this many tokens (default: the length that cuts none of the dataset's "
+                        f"queries, at most {QA_QUERY_CAP} for a QA set, as the book's pages do: "
+                        "taser_lib.evaluation.baselines.query_length)")
 
 
 def _load_dataset(spec: str):
@@ -100,7 +111,12 @@ def _load_dataset(spec: str):
 def _encoder(args: argparse.Namespace):
     from ..models import load_encoder
 
-    return load_encoder(args.model, batch_size=args.batch_size, device=args.device, precision=args.precision)
+    for flag in ("max_passage_length", "max_query_length"):
+        value = getattr(args, flag, None)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{flag.replace('_', '-')} must be positive, got {value}")
+    return load_encoder(args.model, batch_size=args.batch_size, device=args.device, precision=args.precision,
+                        max_passage_length=args.max_passage_length)
 
 
 def _index_params(pairs: list[str]) -> dict[str, int]:
@@ -162,7 +178,7 @@ def _index(args: argparse.Namespace) -> int:
                                          shard_size=args.shard_size, model_name=args.model)
         DenseIndex.from_shards(shards, args.index_type, params).save(args.out / "faiss")
         meta.update(model=args.model, index_type=args.index_type, index_params=params,
-                    precision=encoder.resolved_precision)
+                    precision=encoder.resolved_precision, max_passage_length=encoder.max_passage_length)
     seconds = time.perf_counter() - start
     atomic_write_json(args.out / _INDEX_META, {**meta, "seconds": seconds, **run_metadata()})
     print(f"indexed {len(dataset.corpus)} passages of {args.dataset} with {args.retriever} into {args.out} "
@@ -197,7 +213,8 @@ def _index_streamed(args: argparse.Namespace, path: Path) -> int:
         "retriever": "dense", "dataset": str(args.dataset), "corpus_file": str(path.resolve()),
         "n_docs": len(shards), "ids_sha256": manifest["ids_sha256"], "streamed": True, "search": search,
         "model": args.model, "index_type": args.index_type, "index_params": params,
-        "precision": encoder.resolved_precision, "seconds": seconds, **run_metadata()})
+        "precision": encoder.resolved_precision, "max_passage_length": encoder.max_passage_length,
+        "seconds": seconds, **run_metadata()})
     print(f"indexed {len(shards)} passages of {args.dataset} with dense, streamed from {path} into {args.out} "
           f"({shards.n_shards} shards; searched {'exactly from the shards' if search == 'shards' else 'with faiss'}; "
           f"{seconds:.1f} s)")
@@ -218,6 +235,7 @@ def _bm25_run(args: argparse.Namespace, dataset, k: int):
 
 
 def _dense_run(args: argparse.Namespace, dataset, k: int):
+    from ..evaluation.baselines import query_length
     from ..retrieval.dense import DenseIndex, ShardedEmbeddings, ids_digest, dense_search, encode_corpus
 
     if args.dense_index:
@@ -238,7 +256,10 @@ def _dense_run(args: argparse.Namespace, dataset, k: int):
         encoder = _encoder(args)
         doc_ids, embeddings = encode_corpus(encoder, dataset.corpus)
         index = DenseIndex.from_embeddings(embeddings, doc_ids)
-    return dense_search(encoder, index, dataset.queries, k=k)
+    # the queries' length the book's pages use (one rule for both: evaluation.baselines.query_length)
+    length = args.max_query_length or query_length(dataset, encoder, qa_cap=QA_QUERY_CAP)
+    with encoder.query_length(length):
+        return dense_search(encoder, index, dataset.queries, k=k)
 
 
 def _search(args: argparse.Namespace) -> int:
