@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -90,6 +91,17 @@ def stages_reached(out_dir: Path) -> str:
 
 
 def worker(rank: int, port: int, out_dir: str) -> None:
+    """One rank: its results go to out_dir, then the process ends at once. Python's own exit (the final garbage
+    collection of an interpreter holding torch and transformers) took 15 to over 100 s in these workers while the
+    machine was busy (py-spy: both ranks in gc_collect_main, running, after "left the process group"), which was
+    the "gloo hang"; the work itself takes well under a second. An exception still reaches torch.multiprocessing."""
+    _work(rank, port, out_dir)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _work(rank: int, port: int, out_dir: str) -> None:
     stage(out_dir, rank, "started")
     # GLOO_SOCKET_IFNAME: without it gloo binds to the address the machine's hostname resolves to, and a CI machine
     # whose hostname resolves to an address its two processes cannot reach each other on hangs in the rendezvous
