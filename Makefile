@@ -42,7 +42,7 @@ book: setup
 
 # pytest exits 5 when it collected no test: that is a failure of the suite, not a pass, so say so.
 test: setup browser
-	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q; rc=$$?; \
+	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=15; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 test-fast: setup

@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from ..errors import ConfigError, FormatError, TaserError
@@ -178,7 +179,8 @@ def _index(args: argparse.Namespace) -> int:
                                          shard_size=args.shard_size, model_name=args.model)
         DenseIndex.from_shards(shards, args.index_type, params).save(args.out / "faiss")
         meta.update(model=args.model, index_type=args.index_type, index_params=params,
-                    precision=encoder.resolved_precision, max_passage_length=encoder.max_passage_length)
+                    precision=encoder.resolved_precision,
+                    max_passage_length=getattr(encoder, "max_passage_length", None))
     seconds = time.perf_counter() - start
     atomic_write_json(args.out / _INDEX_META, {**meta, "seconds": seconds, **run_metadata()})
     print(f"indexed {len(dataset.corpus)} passages of {args.dataset} with {args.retriever} into {args.out} "
@@ -213,7 +215,7 @@ def _index_streamed(args: argparse.Namespace, path: Path) -> int:
         "retriever": "dense", "dataset": str(args.dataset), "corpus_file": str(path.resolve()),
         "n_docs": len(shards), "ids_sha256": manifest["ids_sha256"], "streamed": True, "search": search,
         "model": args.model, "index_type": args.index_type, "index_params": params,
-        "precision": encoder.resolved_precision, "max_passage_length": encoder.max_passage_length,
+        "precision": encoder.resolved_precision, "max_passage_length": getattr(encoder, "max_passage_length", None),
         "seconds": seconds, **run_metadata()})
     print(f"indexed {len(shards)} passages of {args.dataset} with dense, streamed from {path} into {args.out} "
           f"({shards.n_shards} shards; searched {'exactly from the shards' if search == 'shards' else 'with faiss'}; "
@@ -256,9 +258,12 @@ def _dense_run(args: argparse.Namespace, dataset, k: int):
         encoder = _encoder(args)
         doc_ids, embeddings = encode_corpus(encoder, dataset.corpus)
         index = DenseIndex.from_embeddings(embeddings, doc_ids)
-    # the queries' length the book's pages use (one rule for both: evaluation.baselines.query_length)
-    length = args.max_query_length or query_length(dataset, encoder, qa_cap=QA_QUERY_CAP)
-    with encoder.query_length(length):
+    # the queries' length the book's pages use (one rule for both: evaluation.baselines.query_length), for an
+    # encoder that cuts its queries (a DenseEncoder); another implementation of the Encoder protocol searches as it is
+    cut = nullcontext()
+    if hasattr(encoder, "query_length"):
+        cut = encoder.query_length(args.max_query_length or query_length(dataset, encoder, qa_cap=QA_QUERY_CAP))
+    with cut:
         return dense_search(encoder, index, dataset.queries, k=k)
 
 
