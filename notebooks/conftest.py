@@ -8,18 +8,14 @@ import os
 
 import pytest
 
-THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+from taser_lib.reproduce import THREAD_ENVS, available_cores
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
     """The kernel starts in the setup of a notebook's first cell and reads its thread count then."""
     saved = {v: os.environ.get(v) for v in THREAD_ENVS}
-    os.environ.update({v: str(_cores()) for v in THREAD_ENVS})
+    os.environ.update({v: str(available_cores()) for v in THREAD_ENVS})
     try:
         yield
     finally:

@@ -21,7 +21,6 @@ when several notebooks share it. With one job, the kernel's output (tqdm bars in
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import logging
 import os
@@ -45,7 +44,7 @@ from .errors import ConfigError, FormatError, TaserError
 from .io import atomic_path, atomic_write_json, atomic_write_text
 from .meta import machine_description, run_metadata
 from .progress import PROGRESS_ENV
-from .scorecard import claim_anchor, escape_markdown, stale_reason, verdict_counts_table
+from .scorecard import claim_anchor, claim_link, escape_markdown, stale_reason, verdict_counts_table
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
     EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result,
 )
@@ -263,8 +262,7 @@ def _threads_per_kernel(jobs: int):
     if jobs <= 1 or any(os.environ.get(v) for v in THREAD_ENVS):
         yield
         return
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    share = str(max(1, cores // jobs))
+    share = str(max(1, available_cores() // jobs))
     for var in THREAD_ENVS:
         os.environ[var] = share
     try:
@@ -275,6 +273,11 @@ def _threads_per_kernel(jobs: int):
 
 
 THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 @contextlib.contextmanager
@@ -705,7 +708,6 @@ def _verdict_box(claims: pd.DataFrame) -> str:
     """The page's claims and verdicts as a short Markdown table (the first thing under the title), each claim's row
     carrying the anchor the scorecard and the chapter pages link to, then a dropdown with each claim in full and the
     test behind its verdict."""
-    from .scorecard import claim_anchor, escape_markdown
 
     def cell(text: Any) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
@@ -937,10 +939,6 @@ def load_paper_items(root: str | os.PathLike) -> tuple[dict[str, str], list[Pape
     return titles, items
 
 
-def _page(notebook: str) -> str:
-    return f"../notebooks/{notebook}.html"
-
-
 _REFS = re.compile(r"\b(Table|Figure)s?\s+([A-Z]?\d+(?:\s*(?:,|and|-)\s*[A-Z]?\d+)*)")
 
 
@@ -966,8 +964,7 @@ def _claim_links(page: PageVerdicts | None, notebook: str, ref: str | None = Non
     parts = []
     for row in rows.itertuples(index=False):
         word = str(row.verdict).split(":")[0].replace(" · stale", " (stale)")
-        parts.append(f'<a href="{_page(notebook)}#{claim_anchor(row.id)}">{html.escape(str(row.id))}</a> '
-                     f"{escape_markdown(word)}")
+        parts.append(f"{claim_link(str(row.id), notebook)} {escape_markdown(word)}")
     return f"`{page.profile}`: " + "; ".join(parts)
 
 

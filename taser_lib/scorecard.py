@@ -726,12 +726,11 @@ _MARKDOWN_SPECIAL = "\\`*_[]<>$|~#"
 
 
 @dataclass(frozen=True)
-class _Link:
-    """A table cell that links `text` to `target` (a page of the book), at `anchor` on that page when given."""
+class _ClaimLink:
+    """A table cell that links a claim to its row on its notebook's page (`claim_link`)."""
 
-    text: str
-    target: str
-    anchor: str | None = None
+    claim_id: str
+    notebook: str
 
 
 def claim_anchor(claim_id: str) -> str:
@@ -739,13 +738,17 @@ def claim_anchor(claim_id: str) -> str:
     return "claim-" + re.sub(r"[^A-Za-z0-9_-]", "-", claim_id)
 
 
+def claim_link(claim_id: str, notebook: str) -> str:
+    """An HTML link from a page in book/ to the claim's row on its notebook's page: an anchor inside a page is not a
+    Sphinx target, so a plain link to the built page."""
+    return (f'<a href="../notebooks/{html.escape(notebook)}.html#{claim_anchor(claim_id)}">'
+            f"{html.escape(claim_id)}</a>")
+
+
 def _md(text: Any) -> str:
     """Plain text for a Markdown table cell or list item: Markdown's special characters escaped, one line."""
-    if isinstance(text, _Link):
-        if text.anchor:  # an anchor inside a page is not a Sphinx target: a plain HTML link to the built page
-            page = re.sub(r"\.(ipynb|md)$", ".html", text.target)
-            return f'<a href="{html.escape(page)}#{html.escape(text.anchor)}">{html.escape(str(text.text))}</a>'
-        return f"[{_md(text.text)}]({text.target})"
+    if isinstance(text, _ClaimLink):
+        return claim_link(text.claim_id, text.notebook)
     return escape_markdown(text)
 
 
@@ -865,7 +868,7 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
             if p:
                 lines += [f"### {p}", ""]
             lines += _table(["claim", "verdict", "ER", "paper", "ours"],
-                            [[_Link(r["id"], f"../notebooks/{r['notebook']}.ipynb", claim_anchor(r["id"]))
+                            [[_ClaimLink(r["id"], r["notebook"])
                               if link_pages and (root is None or (root / "notebooks" / f"{r['notebook']}.ipynb").is_file())
                               else r["id"],
                               r[f"shown{suffix}"],

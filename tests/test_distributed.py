@@ -73,11 +73,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def loopback_interface() -> str:
-    """The loopback interface's name (lo on Linux, lo0 on macOS)."""
-    return next((name for _, name in socket.if_nameindex() if name.startswith("lo")), "lo")
-
-
 def stage(out_dir: str, rank: int, name: str) -> None:
     """Record how far a worker got, so that a hung run says where it hung."""
     with open(os.path.join(out_dir, f"rank{rank}.stages"), "a") as f:
@@ -103,10 +98,8 @@ def worker(rank: int, port: int, out_dir: str) -> None:
 
 def _work(rank: int, port: int, out_dir: str) -> None:
     stage(out_dir, rank, "started")
-    # GLOO_SOCKET_IFNAME: without it gloo binds to the address the machine's hostname resolves to, and a CI machine
-    # whose hostname resolves to an address its two processes cannot reach each other on hangs in the rendezvous
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
-                      WORLD_SIZE=str(WORLD), GLOO_SOCKET_IFNAME=loopback_interface())
+                      WORLD_SIZE=str(WORLD))
     torch.set_num_threads(1)
     assert D.init_distributed(backend="gloo", timeout_s=60)
     stage(out_dir, rank, "joined the process group")
