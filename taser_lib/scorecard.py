@@ -656,6 +656,33 @@ def notebook_claims(notebook: str, results_dir: str | os.PathLike | None = None,
     return pd.DataFrame(rows, columns=columns)
 
 
+PRECONDITION_STATUS = {HOLDS: "met", FAILS: "not met", WITHIN_NOISE: "not shown"}
+
+
+def notebook_preconditions(notebook: str, results_dir: str | os.PathLike | None = None, *,
+                           root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The preconditions `notebook`'s claims file declares, each with its status (met / not met / not shown, and
+    per value of its `over` column) and measured numbers from `results_dir` when given: the page's own verdicts
+    where the page measures what other pages' claims rest on (the testbed page)."""
+    folder = claims_dir(root)
+    path = folder / f"{notebook}.yaml"
+    pres = load_claims_file(path, load_papers(folder)).preconditions if path.is_file() else {}
+    columns = ["precondition", "what it says"] + (["status", "per setting", "measured"] if results_dir is not None
+                                                  else [])
+    rows = []
+    for name, pre in pres.items():
+        row = {"precondition": name, "what it says": pre.statement}
+        if results_dir is not None:
+            where = Path(results_dir)
+            verdict = evaluate_claim(pre, where.parent, folders={notebook: where})
+            row.update({"status": PRECONDITION_STATUS.get(verdict.status, verdict.status),
+                        "per setting": "; ".join(f"{g}: {PRECONDITION_STATUS.get(s, s)}"
+                                                 for g, s in (verdict.groups or {}).items()),
+                        "measured": verdict.ours or verdict.detail})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
 def card_claims(card: pd.DataFrame, notebook: str, profile: str) -> pd.DataFrame:
     """`notebook_claims`'s table for one notebook at one profile, read from a scorecard (`build_scorecard`) instead
     of judged again."""

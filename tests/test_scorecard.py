@@ -85,7 +85,7 @@ def verdicts(root: Path, profile: str = "cpu") -> dict[str, object]:
 
 def test_every_claims_file_parses_and_every_claim_survived_the_move():
     files = load_claims_files(CLAIMS_DIR)
-    assert files and all(f.claims for f in files)
+    assert files and all(f.claims or f.preconditions for f in files)   # testbed: preconditions only
     claims = load_claims(CLAIMS_DIR)
     ids = [c.id for c in claims]
     assert len(ids) == len(set(ids))
