@@ -63,7 +63,9 @@ def shrunk(tiny: dict) -> dict:
             # de_capacity: a checkpoint size (Turc et al.'s at full) and a projected, cut one on the tiny BERT
             "sizes": [{"size": "3-32", "checkpoint": model}, "2-16"], "largest_size": "3-32",
             # de_distillation: Turc et al.'s small BERTs at full -> the tiny BERT cut and projected
-            "small_sizes": ["2-16"], "size_source": "truncate"}
+            "small_sizes": ["2-16"], "size_source": "truncate",
+            # testbed: MS MARCO re-ranking at several sizes -> WikiQA, from the tiny BERT as is and re-initialised
+            "probe_sizes": {"wikiqa": [8]}, "probe_queries": {"wikiqa": 5}, "probe_reinit": {"wikiqa": [8]}}
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -93,7 +94,8 @@ def reinitialised_checkpoint(name_or_path: str, layers: int, *, seed: int = 0,
 
     source = resolve_checkpoint(name_or_path)
     stem = "default" if str(name_or_path) == "default" else Path(str(name_or_path)).name
-    target = Path(root or default_runs_root()) / "checkpoints" / f"{stem}-top{layers}-reinit-seed{seed}"
+    where = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:8]  # two folders named "best" differ
+    target = Path(root or default_runs_root()) / "checkpoints" / f"{stem}-{where}-top{layers}-reinit-seed{seed}"
     if (target / "config.json").is_file():
         return target
     model = BertModel.from_pretrained(str(source), add_pooling_layer=False)
