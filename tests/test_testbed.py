@@ -12,7 +12,7 @@ import pytest
 from taser_lib.plots.testbed import plot_probe_gap
 from taser_lib.results import save_result
 from taser_lib.scorecard import notebook_preconditions
-from taser_lib.training.testbed import (ProbePoint, probe_gaps, probe_points, probe_training,
+from taser_lib.training.testbed import (ProbePoint, probe_display, probe_gaps, probe_points, probe_training,
                                         reinitialised_checkpoint, setting_label)
 
 
@@ -51,6 +51,9 @@ def test_probe_gaps_pair_the_models_on_their_shared_questions():
     assert lead["ca − de"] == pytest.approx(float(np.mean(ca - de)), abs=1e-4)
     assert lead["p (ca vs de)"] < 0.01 and lead["ca − de CI low"] > 0
     assert lead["p (de vs zero-shot)"] > 0.05
+    shown = probe_display(gaps.reset_index())
+    assert list(shown.columns)[:3] == ["setting", "seed", "questions"] and len(shown.columns) == 10
+    assert shown["CA − DE [95% CI]"].str.match(r"^[+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]$").all()
     behind = gaps.loc["wikiqa, all questions, top 2 re-initialised"]
     assert behind["ca − de"] < 0 and behind["de − zero-shot"] == pytest.approx(0.2, abs=1e-4)
     assert behind["p (de vs zero-shot)"] < 0.01

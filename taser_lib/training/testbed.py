@@ -253,3 +253,25 @@ def probe_training(runs: Mapping[ProbePoint, Mapping[str, CachedRun]]) -> pd.Dat
                         "dev at step 0": start, "dev selected": best,
                         "trained": int(step > 0 and start is not None and best is not None and best > start)})
     return pd.DataFrame(out)
+
+
+def probe_display(gaps: pd.DataFrame, training: pd.DataFrame | None = None, digits: int = 3) -> pd.DataFrame:
+    """`probe_gaps` as the page shows it, narrow enough for the column: one row per setting and seed, test MRR@10
+    of the CA, the one-hot DE and its start, each difference with its 95% interval, the p-values, and (with
+    `training`) the selected step of each model."""
+    def interval(prefix: str) -> pd.Series:
+        return (gaps[prefix].map(f"{{:+.{digits}f}}".format) + " [" + gaps[f"{prefix} CI low"].map(
+            f"{{:+.{digits}f}}".format) + ", " + gaps[f"{prefix} CI high"].map(f"{{:+.{digits}f}}".format) + "]")
+
+    out = pd.DataFrame({"setting": gaps["setting"], "seed": gaps["seed"], "questions": gaps["questions"],
+                        "CA": gaps[CA].round(digits), "DE": gaps[DE].round(digits),
+                        "DE's start": gaps[START].round(digits), "CA − DE [95% CI]": interval(f"{CA} − {DE}"),
+                        "p (CA vs DE)": gaps[f"p ({CA} vs {DE})"].map("{:.2g}".format),
+                        "DE − start [95% CI]": interval(f"{DE} − {START}"),
+                        "p (DE vs start)": gaps[f"p ({DE} vs {START})"].map("{:.2g}".format)})
+    if training is not None:
+        steps = training.pivot_table(index=["setting", "seed"], columns="model", values="selected step",
+                                     aggfunc="first")
+        for name, label in ((CA, "CA step"), (DE, "DE step")):
+            out[label] = [int(steps.loc[(s, sd), name]) for s, sd in zip(out["setting"], out["seed"])]
+    return out
