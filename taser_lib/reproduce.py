@@ -731,6 +731,22 @@ def _verdict_box(claims: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _precondition_box(preconditions: pd.DataFrame) -> str:
+    """A page that measures preconditions rather than claims (the testbed page): each precondition, its status and
+    its status per setting, as the first thing under the title."""
+
+    def cell(text: Any) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["**Preconditions measured here** (judged when the book was built, from this page's saved tables; the "
+             "claims that rest on them read *not testable here* where they do not hold, see the "
+             "[scorecard](../book/scorecard.md)):", "", "| precondition | status | per setting |", "| --- | --- | --- |"]
+    for row in preconditions.itertuples(index=False):
+        name = f'<span id="{claim_anchor(row.precondition)}"></span>**{cell(row.precondition)}**'
+        lines.append(f"| {name} | {cell(row.status)} | {cell(getattr(row, 'per_setting', '')) or '–'} |")
+    return "\n".join(lines)
+
+
 def _claims_output(claims: pd.DataFrame) -> dict:
     """The output of a notebook's `notebook_claims(...)` cell, made again from the current claims and tests."""
     import nbformat
@@ -743,7 +759,7 @@ def _claims_output(claims: pd.DataFrame) -> dict:
 
 def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None, dest: str | os.PathLike, *,
                   stale: str | None = None, meta: Mapping[str, Any] | None = None,
-                  claims: pd.DataFrame | None = None) -> None:
+                  claims: pd.DataFrame | None = None, preconditions: pd.DataFrame | None = None) -> None:
     """Write the notebook page the book shows: the executed copy (else the source, with a note that it has not run),
     with the source's current cell tags (so `hide-input` set-up cells collapse), without stderr, warnings and
     progress bars, and, under its title, which run made it and, when `stale`, a warning saying why. `claims` (the
@@ -781,6 +797,8 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
             notes.append(_provenance_line(meta))
         if claims is not None and not claims.empty and "verdict" in claims.columns:
             notes.append(_verdict_box(claims))
+        elif preconditions is not None and not preconditions.empty and "status" in preconditions.columns:
+            notes.append(_precondition_box(preconditions.rename(columns={"per setting": "per_setting"})))
         if stale:
             profile = (meta or {}).get("profile", "cpu")
             notes.append(_admonition("warning", "Stale result",
@@ -910,6 +928,7 @@ class PageVerdicts:
 
     profile: str
     claims: pd.DataFrame
+    preconditions: pd.DataFrame | None = None  # a page without claims: the preconditions it measures
 
 
 def load_paper_items(root: str | os.PathLike) -> tuple[dict[str, str], list[PaperItem]]:
@@ -956,7 +975,11 @@ def _claim_links(page: PageVerdicts | None, notebook: str, ref: str | None = Non
     if page is None:
         return "not run yet"
     if page.claims.empty:
-        return "no claims to judge"
+        if page.preconditions is None or page.preconditions.empty or "status" not in page.preconditions.columns:
+            return "no claims to judge"
+        return f"`{page.profile}`, preconditions: " + "; ".join(
+            f"{claim_link(str(row.precondition), notebook)} {escape_markdown(str(row.status))}"
+            for row in page.preconditions.itertuples(index=False))
     rows = page.claims
     if ref is not None and (wanted := paper_refs(ref)):
         mine = rows[[bool(paper_refs(str(w)) & wanted) for w in rows["where"]]]
@@ -1047,7 +1070,7 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
                out_dir: str | os.PathLike | None = None, prefer: str | None = None) -> Path:
     """Assemble the book's sources with the executed notebooks and the scorecard, and build it with Jupyter Book
     (notebooks are not re-executed) into `<out_dir>/_build/html`. Returns the path of index.html."""
-    from .scorecard import card_claims, profiles_with_results, write_scorecard_page
+    from .scorecard import card_claims, notebook_preconditions, profiles_with_results, write_scorecard_page
 
     root = Path(root).resolve()
     results_root = Path(results_root) if results_root is not None else root / "results"
@@ -1074,15 +1097,18 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
         shutil.copytree(root / "notebooks", src / "notebooks", ignore=ignore)
         for source in find_notebooks(root):
             executed = executed_notebook(results_root, source.stem, prefer)
-            stale = meta = claims = None
+            stale = meta = claims = preconditions = None
             if executed is not None:
                 meta = read_meta(executed.parent)
                 stale = stale_reason(executed.parent, root)
                 claims = card_claims(card, source.stem, executed.parent.parent.name)
-                pages[source.stem] = PageVerdicts(executed.parent.parent.name, claims)
+                if claims.empty:
+                    preconditions = notebook_preconditions(source.stem, executed.parent, root=root)
+                pages[source.stem] = PageVerdicts(executed.parent.parent.name, claims, preconditions)
             else:
                 pages[source.stem] = None
-            book_notebook(source, executed, src / "notebooks" / source.name, stale=stale, meta=meta, claims=claims)
+            book_notebook(source, executed, src / "notebooks" / source.name, stale=stale, meta=meta, claims=claims,
+                          preconditions=preconditions)
     _write_ways_in(root, src, card, profiles_with_results(results_root), pages)
     write_runs_page(root, results_root, src / "book" / "runs.md")
 

@@ -60,6 +60,29 @@ def test_chapter_rows_get_their_claims_and_other_lines_stay():
     assert out[4].endswith("| not run yet |") and out[5] == "| [Other](../notebooks/other.ipynb) | x | planned |"
 
 
+def test_a_page_of_preconditions_shows_them_in_its_chapter_row_and_under_its_title(tmp_path):
+    import nbformat
+
+    from taser_lib.reproduce import book_notebook
+
+    pre = pd.DataFrame([{"precondition": "probe-ca-leads-de", "what it says": "the CA leads", "status": "not met",
+                         "per setting": "squad-open, 200 questions: not met; wikiqa, all questions: met",
+                         "measured": "gap=-0.5"}])
+    page = PageVerdicts("cpu", claims(), pre)
+    text = "| notebook | reproduces | status |\n| --- | --- | --- |\n| [Testbed](../notebooks/testbed.ipynb) | x | in this book |"
+    row = chapter_verdicts(text, {"testbed": page}).split("\n")[2]
+    assert "`cpu`, preconditions: <a href=" in row and f"#{claim_anchor('probe-ca-leads-de')}" in row
+    assert row.endswith(" not met |")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Testbed\n\nWhat it probes."),
+                                         nbformat.v4.new_code_cell("x = 1")])
+    nbformat.write(nb, tmp_path / "testbed.ipynb")
+    book_notebook(tmp_path / "testbed.ipynb", tmp_path / "testbed.ipynb", tmp_path / "page.ipynb",
+                  meta={"profile": "cpu"}, claims=claims(), preconditions=pre)
+    title = nbformat.read(tmp_path / "page.ipynb", as_version=4).cells[0].source
+    assert f'<span id="{claim_anchor("probe-ca-leads-de")}"></span>' in title
+    assert "wikiqa, all questions: met" in title and title.index("Preconditions measured") < title.index("What it")
+
+
 def test_sections_go_before_their_heading_or_at_the_end():
     page = "# Title\n\nText.\n\n## Citing\n\nCite."
     assert insert_before_heading(page, "## New\n\nX.") == "# Title\n\nText.\n\n## New\n\nX.\n\n## Citing\n\nCite."
