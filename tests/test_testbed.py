@@ -102,6 +102,7 @@ def test_the_gap_figure_fits_the_column_and_labels_its_units():
     assert fig.get_size_inches()[0] <= 7.0
     ax = fig.axes[0]
     assert "points" in ax.get_ylabel() and "questions" in ax.get_xlabel()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["200", "2,000"]
     with pytest.raises(KeyError):
         plot_probe_gap(gaps, questions={("squad-open", "200"): 200})
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 COLUMN_WIDTH_IN = 7.0  # the book's column at its DPI (about 700 px at 100 dpi)
 
@@ -32,6 +33,9 @@ def plot_probe_gap(gaps: pd.DataFrame, *, questions: Mapping[tuple[str, str], in
         high = (part["ca − de CI high"] - part["ca − de"]) * scale
         ax.errorbar(part["x"], part["ca − de"] * scale, yerr=[low, high], fmt="o", color=color, ms=4, capsize=3)
     ax.set_xscale("log")
+    ticks = sorted({questions[(d, str(n))] for d, n in zip(gaps["dataset"], gaps["n_train"])})
+    ax.set_xticks(ticks, [f"{t:,}" for t in ticks])   # the probed sizes, as plain numbers
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("training questions (CA and DE alike, log scale)")
     ax.set_ylabel(f"CA − one-hot DE, test {metric} (points)")
     ax.legend(title="testbed, start", frameon=False)
