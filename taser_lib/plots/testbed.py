@@ -24,6 +24,8 @@ def plot_probe_gap(gaps: pd.DataFrame, *, questions: Mapping[tuple[str, str], in
     for i, (key, part) in enumerate(gaps.groupby(by, sort=False)):
         dataset = key[0]
         label = dataset if len(key) == 1 or key[1] == "packaged" else f"{dataset}, {key[1]}"
+        if (dataset, "all") in questions and "all" in set(part["n_train"].astype(str)):
+            label += f" (all: {questions[(dataset, 'all')]:,} questions)"
         color = f"C{i}"
         xs = [questions[(dataset, str(n))] for n in part["n_train"]]
         part = part.assign(x=xs)
@@ -33,7 +35,7 @@ def plot_probe_gap(gaps: pd.DataFrame, *, questions: Mapping[tuple[str, str], in
         high = (part["ca − de CI high"] - part["ca − de"]) * scale
         ax.errorbar(part["x"], part["ca − de"] * scale, yerr=[low, high], fmt="o", color=color, ms=4, capsize=3)
     ax.set_xscale("log")
-    ticks = sorted({questions[(d, str(n))] for d, n in zip(gaps["dataset"], gaps["n_train"])})
+    ticks = sorted({questions[(d, str(n))] for d, n in zip(gaps["dataset"], gaps["n_train"]) if str(n) != "all"})
     ax.set_xticks(ticks, [f"{t:,}" for t in ticks])   # the probed sizes, as plain numbers
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("training questions (CA and DE alike, log scale)")
