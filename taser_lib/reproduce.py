@@ -704,13 +704,15 @@ def _provenance_line(meta: Mapping[str, Any]) -> str:
     return "*Computed by `taser reproduce`: " + ", ".join(p for p in parts if p) + runs + ".*"
 
 
+def _cell(text: Any) -> str:
+    """Text for one Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def _verdict_box(claims: pd.DataFrame) -> str:
     """The page's claims and verdicts as a short Markdown table (the first thing under the title), each claim's row
     carrying the anchor the scorecard and the chapter pages link to, then a dropdown with each claim in full and the
     test behind its verdict."""
-
-    def cell(text: Any) -> str:
-        return str(text).replace("|", "\\|").replace("\n", " ")
 
     lines = ["**Claims and verdicts** (judged when the book was built, from this page's saved tables; the "
              "[scorecard](../book/scorecard.md) explains the tests):", "",
@@ -718,9 +720,10 @@ def _verdict_box(claims: pd.DataFrame) -> str:
     details = []
     for row in claims.itertuples(index=False):
         where = getattr(row, "where", "") or ""
-        name = f'<span id="{claim_anchor(row.id)}"></span>**{cell(row.id)}**' + (f" ({cell(where)})" if where else "")
-        lines.append(f"| {name} | {cell(row.verdict)} | {cell(row.paper)} | {cell(row.ours) or '–'} | "
-                     f"{cell(row.ER) or '–'} |")
+        name = (f'<span id="{claim_anchor(row.id)}"></span>**{_cell(row.id)}**'
+                + (f" ({_cell(where)})" if where else ""))
+        lines.append(f"| {name} | {_cell(row.verdict)} | {_cell(row.paper)} | {_cell(row.ours) or '–'} | "
+                     f"{_cell(row.ER) or '–'} |")
         statement = " ".join(str(getattr(row, "claim", "") or "").split())
         detail = " ".join(str(getattr(row, "detail", "") or "").split())
         if statement or detail:
@@ -735,15 +738,12 @@ def _precondition_box(preconditions: pd.DataFrame) -> str:
     """A page that measures preconditions rather than claims (the testbed page): each precondition, its status and
     its status per setting, as the first thing under the title."""
 
-    def cell(text: Any) -> str:
-        return str(text).replace("|", "\\|").replace("\n", " ")
-
     lines = ["**Preconditions measured here** (judged when the book was built, from this page's saved tables; the "
              "claims that rest on them read *not testable here* where they do not hold, see the "
              "[scorecard](../book/scorecard.md)):", "", "| precondition | status | per setting |", "| --- | --- | --- |"]
     for row in preconditions.itertuples(index=False):
-        name = f'<span id="{claim_anchor(row.precondition)}"></span>**{cell(row.precondition)}**'
-        lines.append(f"| {name} | {cell(row.status)} | {cell(getattr(row, 'per_setting', '')) or '–'} |")
+        name = f'<span id="{claim_anchor(row.precondition)}"></span>**{_cell(row.precondition)}**'
+        lines.append(f"| {name} | {_cell(row.status)} | {_cell(getattr(row, 'per_setting', '')) or '–'} |")
     return "\n".join(lines)
 
 

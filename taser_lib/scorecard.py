@@ -880,7 +880,7 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
             for p in profiles:
                 verdict = evaluate_claim(pre, Path(results_root) / p, root=root,
                                          tables=_Tables(Path(results_root) / p, root=root))
-                met = {HOLDS: "met", FAILS: "not met", WITHIN_NOISE: "not shown"}.get(verdict.status, verdict.status)
+                met = PRECONDITION_STATUS.get(verdict.status, verdict.status)
                 groups = "; ".join(f"{g}: {'met' if st == HOLDS else 'not met'}"
                                    for g, st in (verdict.groups or {}).items())
                 rows.append([name, p, met + (f" ({groups})" if groups and len(verdict.groups) > 1 else ""),

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..evaluation.query_sets import shared_queries
 from ..evaluation.records import read_per_query
 from ..evaluation.rerank_tables import paired_tests, per_query_rows
 from .cache import CachedRun
@@ -198,15 +199,6 @@ def probe_rows(runs: Mapping[ProbePoint, Mapping[str, CachedRun]], *, start_mode
                                  ignore_index=True)
 
 
-def _shared(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the queries every model of `frame` has (per metric)."""
-    ids = None
-    for _, part in frame.groupby("model"):
-        qs = set(part["query_id"])
-        ids = qs if ids is None else ids & qs
-    return frame[frame["query_id"].isin(ids or set())]
-
-
 def probe_gaps(rows: pd.DataFrame, metric: str = "MRR@10") -> pd.DataFrame:
     """Per testbed, training size and seed, on the questions all three models re-ranked: the CA and one-hot DE
     and the starting checkpoint's `metric`, CA − DE and DE − start with their paired randomisation p-values and
@@ -215,7 +207,7 @@ def probe_gaps(rows: pd.DataFrame, metric: str = "MRR@10") -> pd.DataFrame:
     out = []
     for (dataset, n_train, start, seed), part in rows[rows["metric"] == metric].groupby(
             ["dataset", "n_train", "start", "seed"], sort=False):
-        part = _shared(part.assign(seed=None))
+        part = shared_queries(part.assign(seed=None), by=("metric",))
         tests = paired_tests(part, metric, [(CA, DE), (DE, START)], correction="none").set_index(["a", "b"])
         row: dict[str, Any] = {"setting": setting_label(dataset, n_train, start), "dataset": dataset,
                                "n_train": n_train, "start": start, "seed": int(seed),
