@@ -6,6 +6,8 @@ files, so neither imports the other. Layout: `results/<profile>/<notebook>/<tabl
 Provenance in `meta.json` (written by `save_result` inside the notebook's kernel; the runner adds the rest):
     library_version     taser_lib.__version__
     hardware            `taser_lib.meta.machine_description()`: CPU model and cores, GPU name, one-line summary
+    precision           `models.precision.precision_record()`: what `auto` resolved to on the CPU (encode, train),
+                        whether the CPU has native bf16, and the probe's timings behind the choice
     library_files       {"taser_lib/<module>.py": sha256} of every taser_lib module loaded in the kernel, i.e. the
                         library files the result depends on
     notebook_source     {"path": "notebooks/<stem>.ipynb", "sha256": `notebook_sha256`, "git_revision"}
@@ -120,6 +122,9 @@ def save_result(results_dir: str | os.PathLike | None, name: str, data: pd.DataF
     meta["tables"] = tables
     meta["library_version"] = sys.modules[_PACKAGE].__version__
     meta["hardware"] = machine_description()
+    precision = sys.modules.get(f"{_PACKAGE}.models.precision")  # loaded only where something encoded or trained
+    if precision is not None:
+        meta["precision"] = precision.precision_record()
     meta["library_files"] = dict(sorted({**meta.get("library_files", {}), **library_files()}.items()))
     if notebook is not None:
         notebook = Path(notebook)

@@ -10,7 +10,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import BertConfig, BertModel
 
-from taser_lib.bench import NAMES, format_table, load_results, summary_rows
+from taser_lib.bench import NAMES, format_table, load_results, machine_line, summary_rows
 from taser_lib.bench.core import PeakMemory, interleaved, paired_ratio, row, spread
 from taser_lib.bench.hardware import bert_layer_flops, encoder_flops
 from taser_lib.bench.matching import reference_has_answer
@@ -122,7 +122,9 @@ def test_printed_table_and_scaling_plot(quick_results):
 
     results = load_results(quick_results[1])
     table = format_table(results)
-    assert table.splitlines()[0].split() == ["benchmark", "metric", "measured", "target", "met?"]
+    assert table.splitlines()[0].startswith("machine: ") and "torch" in table.splitlines()[0]
+    assert "auto precision" in table.splitlines()[0]   # the choice `auto` made here, and on what grounds
+    assert table.splitlines()[2].split() == ["benchmark", "metric", "measured", "target", "met?"]
     assert ">= 2.2" in table and "<= 0.6" in table
     fig = plot_scaling(next(r for r in results if r["benchmark"] == "scaling"))
     ax = fig.axes[0]
@@ -218,7 +220,15 @@ def test_rows_and_table():
     assert rows[0]["target"] == ">= 1.5" and rows[0]["met"] is True
     assert rows[1]["target"] == "" and rows[1]["met"] is None
     lines = format_table(results).splitlines()
-    assert lines[2].split()[-1] == "yes" and lines[3].split()[-1] == "s"
+    assert lines[0] == "machine: (no results)" or lines[0].startswith("machine: ")
+    assert lines[4].split()[-1] == "yes" and lines[5].split()[-1] == "s"
+    meta = {"device": {"type": "cpu", "name": "Xeon", "cores": 2, "torch_threads": 2}, "versions": {"torch": "2.13"},
+            "precision": {"auto": {"encode": "fp32"}, "native_bf16": True,
+                          "probe": {"speedup": {"encode": 0.68, "train": 1.09},
+                                    "choice": {"encode": "fp32", "train": "fp32"}}}}
+    assert machine_line([{**results[0], "meta": meta}]) == (
+        "machine: Xeon (2 cores, 2 torch threads), torch 2.13; auto precision: encode fp32, train fp32 (measured "
+        "bf16 over fp32: encode 0.68x, train 1.09x)")
 
 
 # ---- memory and state accounting ----------------------------------------------------------------------------------

@@ -57,6 +57,27 @@ def test_bom_is_stripped_once_and_crlf_accepted(tmp_path):
     assert [line.text for line in read_lines(twice)] == ["\ufeffa"]  # only one BOM is a BOM
 
 
+
+def test_a_carriage_return_inside_a_line_is_a_located_error_or_a_reported_skip(tmp_path):
+    """Issue 24: one bare \\r in an otherwise LF file once changed a record silently (csv and str.splitlines cut
+    the line there); now the line is bad, like one that does not decode, in every reader."""
+    topics = tmp_path / "topics.tsv"
+    topics.write_bytes(b"1\tfirst\n2\tbroken\rline\n3\tthird\n")
+    err = error_of(lambda: read_trec_topics(topics))
+    assert (err.path, err.line) == (str(topics), 2) and "carriage return (\\r) at byte 9" in str(err)
+    report = SkipReport()
+    assert list(read_trec_topics(topics, skip_bad=True, report=report)) == ["1", "3"]
+    assert [e.line for e in report.skipped] == [2]
+    trec = tmp_path / "curated.tsv"
+    trec.write_bytes(b"who wrote it\tShakes\rpeare\n")
+    assert error_of(lambda: read_curatedtrec(trec)).line == 1
+    mac = tmp_path / "mac.txt"  # old Mac line ends: the whole file is one line, and the error says why
+    mac.write_bytes(b"q1 0 d1 1\rq1 0 d2 0\r")
+    assert "CR-only" in str(error_of(lambda: read_trec_qrels(mac)))
+    crlf = tmp_path / "crlf.txt"  # a CRLF line end stays harmless
+    crlf.write_bytes(b"q1 0 d1 1\r\n")
+    assert read_trec_qrels(crlf) == {"q1": {"d1": 1}}
+
 def test_damaged_gzip_and_zip_are_format_errors(tmp_path):
     good = gzip.compress(b"".join(b"%d\tquery number %d\n" % (i, i) for i in range(2000)))
     for name, data in [("truncated.tsv.gz", good[: len(good) // 2]), ("notgz.tsv.gz", b"plain text\n"),

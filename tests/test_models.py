@@ -313,6 +313,24 @@ def test_cross_encoder_scores_pairs(tiny_bert_dir):
     assert ce(**batch(n=5)).shape == (5,)
 
 
+def test_cross_encoder_reads_cls_by_default_or_the_mean_token(tiny_bert_dir, tmp_path):
+    inputs = batch(n=4)
+    cls_ce = CrossEncoderModel.from_bert(tiny_bert_dir).eval()
+    mean_ce = CrossEncoderModel.from_bert(tiny_bert_dir, pooling="mean").eval()
+    assert cls_ce.config.pooling == "cls" and mean_ce.config.pooling == "mean"
+    mean_ce.score.load_state_dict(cls_ce.score.state_dict())  # the same head: only what it reads differs
+    with torch.no_grad():
+        hidden = cls_ce.bert(**inputs).last_hidden_state
+        mask = inputs["attention_mask"].unsqueeze(-1).float()
+        expected = cls_ce.score((hidden * mask).sum(1) / mask.sum(1)).squeeze(-1)
+        assert torch.allclose(mean_ce(**inputs), expected, atol=1e-5)
+        assert torch.allclose(cls_ce(**inputs), cls_ce.score(hidden[:, 0]).squeeze(-1), atol=1e-5)
+    mean_ce.save_pretrained(tmp_path / "ce")
+    assert CrossEncoderModel.from_pretrained(tmp_path / "ce").config.pooling == "mean"
+    with pytest.raises(ConfigError, match="pooling"):
+        CrossEncoderModel.from_bert(tiny_bert_dir, pooling="max")
+
+
 def test_maxsim_hand_example():
     q = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [9.0, 9.0]]])  # third query token is padding
     d = torch.tensor([[[1.0, 0.0], [0.5, 0.5], [0.0, 7.0]]])  # third document token is padding

@@ -89,7 +89,8 @@ def test_model_fields_come_from_the_config_classes():
     assert "routing" not in model_fields("shared") and "dim" in model_fields("colbert")
     assert model_fields("colbert")["normalize"][0] is True
     assert set(model_fields("cross-encoder")) == {"hidden_dropout_prob", "attention_probs_dropout_prob",
-                                                  "num_hidden_layers"}
+                                                  "num_hidden_layers", "pooling"}
+    assert model_fields("cross-encoder")["pooling"][0] is None  # unset: [CLS], the paper's CA
 
 
 # --- ColBERT ----------------------------------------------------------------------------------------------------

@@ -28,6 +28,8 @@ def test_resolve_precision_explicit_and_invalid():
 @pytest.mark.parametrize("native", [True, False])
 def test_auto_on_cpu_follows_native_bf16(native, monkeypatch):
     monkeypatch.setattr(P, "cpu_has_native_bf16", lambda: native)
+    faster = P.PrecisionProbe("m", {"encode": {"fp32": 2.0, "bf16": 1.0}, "train": {"fp32": 2.0, "bf16": 1.0}}, 1.0)
+    monkeypatch.setattr(P, "cpu_precision_probe", lambda: faster)  # where bf16 is native, it measured faster here
     assert resolve_precision("auto", "cpu") == ("bf16" if native else "fp32")
     assert resolve_precision("auto", torch.device("cpu")) == ("bf16" if native else "fp32")
     assert resolve_precision("auto", "meta") == "fp32"  # any other device: fp32
@@ -158,3 +160,74 @@ def test_training_runs_the_forward_at_its_precision_and_records_it(precision, tm
     assert result["precision"] == precision
     saved = json.loads((tmp_path / "run" / "run_config.json").read_text())
     assert saved["config"]["loop"]["precision"] == precision
+
+
+# --- auto by measurement (issue 25) ------------------------------------------------------------------------------
+
+def stub_timer(durations: list[float]):
+    """A clock whose successive start/stop pairs last `durations` (in the probe's order: encode fp32, encode bf16,
+    train fp32, train bf16, each repeated)."""
+    ticks, now = [], 0.0
+    for d in durations:
+        ticks += [now, now + d]
+        now += d + 1.0
+    return iter(ticks).__next__
+
+
+TINY_PROBE = dict(hidden=32, layers=1, heads=2, batch=2, length=8, repeats=3)
+
+
+@pytest.mark.parametrize("faster, expected", [("bf16", "bf16"), ("fp32", "fp32")])
+def test_the_probe_picks_the_precision_it_measured_faster(faster, expected):
+    fast, slow = [0.1] * 3, [0.3] * 3
+    timer = stub_timer(([*slow, *fast] if faster == "bf16" else [*fast, *slow]) * 2)
+    probe = P.measure_cpu_precision(timer=timer, **TINY_PROBE)
+    assert probe.choice("encode") == probe.choice("train") == expected
+    assert probe.speedup("encode") == pytest.approx(3.0 if faster == "bf16" else 1 / 3)
+    assert probe.cosine >= P.MIN_COSINE  # a random layer's bf16 outputs stay close to fp32's
+    record = probe.as_dict()
+    assert P.PrecisionProbe.from_dict(record) == probe and record["choice"]["encode"] == expected
+
+
+def test_a_small_gain_or_a_quality_loss_keeps_fp32():
+    close = P.PrecisionProbe("m", {"encode": {"fp32": 1.0, "bf16": 0.95}, "train": {"fp32": 1.0, "bf16": 0.5}}, 1.0)
+    assert close.choice("encode") == "fp32" and close.choice("train") == "bf16"   # 1.05x is under MIN_SPEEDUP
+    lossy = P.PrecisionProbe("m", {"encode": {"fp32": 1.0, "bf16": 0.5}, "train": {"fp32": 1.0, "bf16": 0.5}}, 0.99)
+    assert lossy.choice("encode") == lossy.choice("train") == "fp32"
+
+
+def test_auto_on_a_native_bf16_cpu_follows_the_cached_probe(tmp_path, monkeypatch):
+    monkeypatch.setenv(P.ENV_CACHE_DIR, str(tmp_path))
+    monkeypatch.setattr(P, "cpu_has_native_bf16", lambda: True)
+    measured = []
+    slower = P.PrecisionProbe("x", {"encode": {"fp32": 1.0, "bf16": 1.5}, "train": {"fp32": 1.0, "bf16": 0.5}}, 1.0)
+    monkeypatch.setattr(P, "measure_cpu_precision", lambda: measured.append(1) or slower)
+    key = {"value": "Xeon | 2 cores | 2 threads | torch 2.13 | probe 1"}
+    monkeypatch.setattr(P, "machine_key", lambda: key["value"])
+    P.cpu_precision_probe.cache_clear()
+    try:
+        assert resolve_precision("auto", "cpu") == "fp32"                   # bf16 measured slower for encoding
+        assert resolve_precision("auto", "cpu", purpose="train") == "bf16"  # and faster for training
+        assert P.precision_record()["auto"] == {"encode": "fp32", "train": "bf16"}
+        assert len(measured) == 1 and key["value"] in json.loads((tmp_path / P.PROBE_FILE).read_text())
+        P.cpu_precision_probe.cache_clear()
+        assert resolve_precision("auto", "cpu") == "fp32" and len(measured) == 1   # read from the cache
+        key["value"] = "Xeon | 2 cores | 2 threads | torch 2.14 | probe 1"          # torch changed: measure again
+        P.cpu_precision_probe.cache_clear()
+        resolve_precision("auto", "cpu")
+        assert len(measured) == 2 and len(json.loads((tmp_path / P.PROBE_FILE).read_text())) == 2
+        (tmp_path / P.PROBE_FILE).write_text("{not json")                          # a damaged cache: measured around
+        P.cpu_precision_probe.cache_clear()
+        assert resolve_precision("auto", "cpu") == "fp32" and len(measured) == 3
+    finally:
+        P.cpu_precision_probe.cache_clear()
+    with pytest.raises(ConfigError, match="purpose"):
+        resolve_precision("auto", "cpu", purpose="index")
+
+
+def test_without_native_bf16_auto_is_fp32_without_a_probe(monkeypatch):
+    monkeypatch.setattr(P, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(P, "measure_cpu_precision", lambda: pytest.fail("emulated bf16 needs no probe"))
+    P.cpu_precision_probe.cache_clear()
+    assert resolve_precision("auto", "cpu", purpose="train") == "fp32"
+    assert P.precision_record()["probe"] is None

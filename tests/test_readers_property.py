@@ -7,7 +7,7 @@ folder (plain, .gz, or as a zip member: as the format is shipped), one file is m
 strict and with `skip_bad=True`.
 
 Mutations: a BOM, CRLF line ends (harmless); a line deleted, duplicated or two lines swapped; the file truncated at
-any byte; invalid UTF-8 inserted; a NUL or a line break inserted; a JSON/CSV syntax character deleted; a field or
+any byte; invalid UTF-8 inserted; a NUL, a line break or a bare carriage return inserted; a JSON/CSV syntax character deleted; a field or
 column renamed; a damaged .gz or .zip (a flipped byte or a truncated archive).
 
 The property, with R0 the records read from the unmutated sample and n the records the mutated file holds (counted
@@ -15,6 +15,7 @@ by a format-specific oracle that does not use the reader):
 - the reader raises only `FormatError` (never another exception); the error names the mutated file and, for a
   mutation of text in a line-based format, a line;
 - after a harmless mutation it returns exactly R0 (and, with skip_bad, reports nothing);
+- a carriage return inside a line is an error, or (skip_bad) a reported skip, never a record read with it;
 - after any other mutation, what it returns differs from R0 in at most `BUDGET[kind]` records (the records the
   mutation itself touched: one for a deleted line, two for a swap, ...), and returned + reported >= n: a record
   present in the file is either returned or in the skip report, never silently lost (strict mode reports nothing,
@@ -70,10 +71,12 @@ DATA = Path(os.environ.get("TASER_DATA_MIRROR", REPO.parent / "shared" / "data")
 EXAMPLES = int(os.environ.get("TASER_PROPERTY_EXAMPLES", "200"))
 
 HARMLESS = ("bom", "crlf")
-TEXT_KINDS = ("delete_line", "duplicate_line", "swap_lines", "truncate", "invalid_utf8", "nul", "line_break")
+TEXT_KINDS = ("delete_line", "duplicate_line", "swap_lines", "truncate", "invalid_utf8", "nul", "line_break",
+              "carriage_return")
 # How many records a mutation may legitimately change (it touched them): see the module doc.
 BUDGET = {"bom": 0, "crlf": 0, "delete_line": 1, "duplicate_line": 1, "swap_lines": 2, "truncate": 1,
-          "invalid_utf8": 1, "nul": 1, "line_break": 2, "broken_syntax": 1, "rename_field": 1, "damage_archive": 0}
+          "invalid_utf8": 1, "nul": 1, "line_break": 2, "carriage_return": 1, "broken_syntax": 1, "rename_field": 1,
+          "damage_archive": 0}
 
 TRIED: Counter = Counter()  # (format, mutation kind) -> examples
 OUTCOMES: Counter = Counter()  # (format, outcome) -> examples
@@ -340,7 +343,15 @@ def build_specs() -> dict[str, Spec]:
 
 
 def _objects(text: str) -> int:
-    """Oracle: elements of a JSON array written one element per line, or one per "{" line (indented)."""
+    """Oracle: elements of a JSON array; when the text no longer parses, one per line that starts with "{" (the
+    writers put each element on its own line; a line break inserted before an inner "{" keeps the JSON valid, so a
+    valid array is counted by parsing it)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, list):
+        return len(value)
     return sum(line.strip().startswith("{") for line in text.split("\n"))
 
 
@@ -394,6 +405,9 @@ def mutations(draw, spec: Spec):
     if kind == "truncate":
         k = draw(st.integers(1, size - 1))
         return kind, lambda b, k=k: b[:k]
+    if kind == "carriage_return":  # inside a line: never just before its "\n", which would make a CRLF line end
+        k = draw(st.sampled_from([i for i in range(size + 1) if data[i:i + 1] != b"\n"]))
+        return kind, lambda b, k=k: b[:k] + b"\r" + b[k:]
     if kind in ("invalid_utf8", "nul", "line_break"):
         k = draw(st.integers(0, size))
         junk = {"nul": b"\x00", "line_break": b"\n"}.get(kind) or draw(
@@ -537,6 +551,8 @@ def test_mutated_real_sample(name, data):
             assert not extra.skipped, f"{name}/{kind}: skipped {extra}"
             OUTCOMES[name, "skip: same" if skip else "same"] += 1
             continue
+        if kind == "carriage_return":  # csv and str.splitlines would cut the line there: never read silently
+            assert extra.skipped, f"{name}: a carriage return inside a line was read without an error or a report"
         new = sum((got - spec.r0).values())
         assert new <= budget, f"{name}/{kind}: {new} records changed or new (budget {budget}): {got - spec.r0}"
         for err in extra.skipped:

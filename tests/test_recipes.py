@@ -48,6 +48,8 @@ def test_reranking_overrides_size_teacher_and_students():
     ca = reranking_overrides({**PARAMS, "cross_encoder_model": "default", "n_queries": 10}, "cross-encoder")
     assert "model.name_or_path=default" in ca and "training.max_length=88" in ca  # query + passage
     assert "data.train_queries=24" in ca and "data.test_queries=10" in ca
+    assert "model.overrides.pooling=mean" in ca  # the CA reads the mean token of a mean-pooling checkpoint
+    assert not any("pooling" in o for o in reranking_overrides({**PARAMS, "pooling": "cls"}, "cross-encoder"))
     student = reranking_overrides({**PARAMS, "model": "default"}, "distill")
     assert "training.max_passage_length=64" in student and "data.test_queries=null" in student
     with pytest.raises(ConfigError, match="kind"):

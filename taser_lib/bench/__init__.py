@@ -64,8 +64,30 @@ def summary_rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def machine_line(results: Iterable[dict[str, Any]]) -> str:
+    """Where the benchmarks ran and what `auto` chose there: "AMD EPYC (2 cores, 2 torch threads), torch 2.13.0;
+    auto precision: encode fp32, train fp32 (no native bf16)" -- from the first result's meta."""
+    for result in results:
+        meta = result.get("meta", {})
+        device, precision = meta.get("device", {}), meta.get("precision") or {}
+        where = (f"{device.get('name')} ({device.get('cores')} cores, {device.get('torch_threads')} torch threads)"
+                 if device.get("type") == "cpu" else str(device.get("name")))
+        line = f"machine: {where}, torch {meta.get('versions', {}).get('torch')}"
+        probe = precision.get("probe")
+        if probe:
+            speed = ", ".join(f"{p} {x:.2f}x" for p, x in probe["speedup"].items())
+            line += (f"; auto precision: encode {probe['choice']['encode']}, train {probe['choice']['train']} "
+                     f"(measured bf16 over fp32: {speed})")
+        elif precision:
+            line += "; auto precision: fp32 (no native bf16 on this CPU)" if not precision.get("native_bf16") \
+                else "; auto precision: not resolved"
+        return line
+    return "machine: (no results)"
+
+
 def format_table(results: Iterable[dict[str, Any]]) -> str:
-    """The summary as a plain-text table (what `taser bench` prints)."""
+    """The summary as a plain-text table (what `taser bench` prints), after the machine it ran on."""
+    results = list(results)
     lines = [("benchmark", "metric", "measured", "target", "met?")]
     for r in summary_rows(results):
         met = "" if r["met"] is None else ("yes" if r["met"] else "NO")
@@ -73,8 +95,9 @@ def format_table(results: Iterable[dict[str, Any]]) -> str:
     widths = [max(len(line[i]) for line in lines) for i in range(5)]
     text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines]
     text.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(text)
+    return "\n".join([machine_line(results), "", *text])
 
 
-__all__ = ["BenchConfig", "NAMES", "OPT_IN", "format_table", "load_results", "run_benchmark", "summary_rows",
+__all__ = ["BenchConfig", "NAMES", "OPT_IN", "format_table", "load_results", "machine_line", "run_benchmark",
+           "summary_rows",
            "write_result"]

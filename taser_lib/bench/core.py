@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..meta import run_metadata
+from ..models.precision import precision_record
 from .config import BenchConfig
 
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -173,7 +174,7 @@ def record(name: str, title: str, cfg: BenchConfig, body: dict[str, Any], starte
     """The JSON record of one benchmark: its body (summary `rows`, every measurement, sizes, notes) and provenance."""
     return {
         "benchmark": name, "title": title, "quick": cfg.quick, **body,
-        "meta": run_metadata(config=asdict(cfg), device=describe_device(cfg.device),
+        "meta": run_metadata(config=asdict(cfg), device=describe_device(cfg.device), precision=precision_record(),
                              wall_seconds=round(time.perf_counter() - started, 3),
                              load_average_before=load_before, load_average_after=load_average()),
     }

@@ -5,7 +5,9 @@ tar member is streamed, never extracted to disk: MS MARCO ships its 3 GB collect
 - strict UTF-8: a line that does not decode is reported as a FormatError naming the file, the line and the byte
   column (never a bare UnicodeDecodeError), and a reader running with `skip_bad` can skip it and count it;
 - exactly one leading byte-order mark is stripped (a second one stays, and the format's checks see it);
-- lines end at "\\n"; one "\\r" before it is dropped, so CRLF files read as LF files;
+- lines end at "\\n"; one "\\r" before it is dropped, so CRLF files read as LF files; a "\\r" anywhere else in a
+  line (a line broken inside, or a file with old Mac CR-only line ends) makes that line bad, like one that does not
+  decode: strict readers raise its FormatError, `skip_bad` readers skip and report it, none loses it silently;
 - a damaged archive (bad gzip header or CRC, truncated stream, bad zip directory, bad CRC-32, zlib errors, ...) is a
   FormatError naming the file, and the line reading had reached; never EOFError, BadGzipFile, BadZipFile, zlib.error.
 A missing file still raises FileNotFoundError: that is not malformed input.
@@ -145,7 +147,19 @@ def read_lines(path: PathLike, member: str | None = None) -> Iterator[Line]:
             number += 1
             if data.endswith(b"\n"):
                 data = data[:-2] if data.endswith(b"\r\n") else data[:-1]
-            yield decode_line(data, where, number)
+            line = decode_line(data, where, number)
+            if line.error is None and b"\r" in data:
+                line = line._replace(error=bare_carriage_return(data, where, number))
+            yield line
+
+
+def bare_carriage_return(data: bytes, where: str, number: int) -> FormatError:
+    """The error of a line (line end removed) that holds a carriage return: csv, str.splitlines and the formats'
+    own splitting would cut the line there and part of a record would be lost."""
+    byte = data.index(b"\r") + 1
+    return FormatError(where, number, None, f"a carriage return (\\r) at byte {byte} of the line, "
+                       f"not at its end: the line was broken inside, or the file has old Mac (CR-only) line ends "
+                       f"(convert them to LF)")
 
 
 @contextmanager

@@ -38,7 +38,7 @@ DESCRIPTIONS = {
     "taser": "one tower with shared and specialized blocks (TASER; any routing)",
     "shared": "one tower for both sides (TASER_Shared, the Siamese encoder; routing fixed to shared)",
     "colbert": "late interaction: token vectors scored by MaxSim (ColBERT, DE Table 7)",
-    "cross-encoder": "BERT reading [CLS] q [SEP] d [SEP], a linear score on [CLS] (the CA teacher)",
+    "cross-encoder": "BERT reading [CLS] q [SEP] d [SEP], a linear score on [CLS] or the mean token (the CA teacher)",
 }
 CONFIG_CLASSES: dict[str, type] = {"dpr": DPRConfig, "taser": TaserConfig, "shared": TaserConfig,
                                    "colbert": ColbertConfig, "cross-encoder": CrossEncoderConfig}

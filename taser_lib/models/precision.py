@@ -1,31 +1,55 @@
 """Numeric precision of encoding and training: `fp32 | bf16 | auto`, resolved once per device.
 
-    >>> resolve_precision("auto", "cpu")      # "bf16" on a CPU with native bfloat16 (avx512_bf16 / AMX), else "fp32"
+    >>> resolve_precision("auto", "cpu")                     # encoding: bf16 where this CPU measured it faster
+    >>> resolve_precision("auto", "cpu", purpose="train")    # training: the same, for forward and backward
     >>> with autocast("bf16", "cpu"): loss = loss_fn(model, batch)   # training: fp32 master weights, bf16 matmuls
 
-`auto` is bf16 on CUDA and on CPUs with native bfloat16 instructions, fp32 elsewhere: on a CPU without them PyTorch
-emulates bf16 matmuls through float32 and gains nothing. Training keeps its float32 master weights and runs the
-forward under `torch.autocast` (matmuls, linears and attention in bf16; softmax, norms and losses in float32 as
-autocast's op lists decide). Encoding, which never updates weights, runs a bfloat16 copy of the model
-(`DenseEncoder`), which is faster on the CPU than autocast (no per-call weight casts, and oneDNN's fused bf16
-linears apply).
+`auto` is bf16 on CUDA where supported. On a CPU it is decided by measurement, not by flags alone: a CPU without
+native bfloat16 instructions (avx512_bf16 / AMX) emulates bf16 through float32 and is never faster, so it gets fp32
+without a probe; on one with them, a short probe (`measure_cpu_precision`: a BERT layer at the default model's
+width, forward for encoding, forward and backward for training, each in fp32 and bf16, median of 3) picks bf16 for
+a purpose only where it is at least `MIN_SPEEDUP` times faster and its outputs keep a cosine of at least
+`MIN_COSINE` to fp32. A 2-core Xeon that reports avx512_bf16 ran bf16 encoding at 0.68x fp32: flags alone chose the
+slower one. The probe runs once per machine (CPU model, cores, threads, torch version) and is cached in
+`$TASER_CACHE_DIR/precision-probe.json` (default ~/.cache/taser); `precision_record()` gives the probe and the choices
+made in this process, which every result's meta records.
+
+Training keeps its float32 master weights and runs the forward under `torch.autocast` (matmuls, linears and
+attention in bf16; softmax, norms and losses in float32 as autocast's op lists decide). Encoding, which never
+updates weights, runs a bfloat16 copy of the model (`DenseEncoder`), which is faster on the CPU than autocast (no
+per-call weight casts, and oneDNN's fused bf16 linears apply).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Literal
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
 
 import torch
 
 from ..errors import ConfigError
+from ..io import atomic_write_json
+from ..meta import machine_description
 
 PRECISIONS = ("fp32", "bf16", "auto")
 Resolved = Literal["fp32", "bf16"]
 DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16}
 # /proc/cpuinfo flags of native bfloat16 arithmetic: AVX-512 BF16 (AMD Zen 4+, Intel Cooper Lake+) and AMX.
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+PURPOSES = ("encode", "train")
+MIN_SPEEDUP = 1.1    # bf16 must be this much faster than fp32 to be chosen: a tie would cost accuracy for nothing
+MIN_COSINE = 0.999   # the bench's quality bar: bf16 outputs against fp32's
+PROBE_VERSION = 1    # part of the cache key: a changed probe measures again
+ENV_CACHE_DIR = "TASER_CACHE_DIR"
+PROBE_FILE = "precision-probe.json"
 
 
 def check_precision(precision: str, what: str = "precision") -> str:
@@ -55,18 +79,147 @@ def cpu_has_native_bf16() -> bool:
     return any(check() for check in checks if check is not None)
 
 
-def resolve_precision(precision: str, device: str | torch.device) -> Resolved:
-    """The precision `precision` means on `device`: fp32 and bf16 as given, auto -> bf16 on CUDA and on CPUs with
-    native bfloat16 (`cpu_has_native_bf16`), fp32 elsewhere (other devices included)."""
+def resolve_precision(precision: str, device: str | torch.device, purpose: str = "encode") -> Resolved:
+    """The precision `precision` means on `device` for `purpose` (encode | train): fp32 and bf16 as given; auto ->
+    bf16 on CUDA where supported, on a CPU what `cpu_precision_probe` measured faster (fp32 without native bf16,
+    unprobed), fp32 on other devices."""
     check_precision(precision)
+    if purpose not in PURPOSES:
+        raise ConfigError(f"purpose must be one of {PURPOSES}, got {purpose!r}")
     if precision != "auto":
         return precision  # type: ignore[return-value]
     kind = torch.device(device).type
     if kind == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
     if kind == "cpu":
-        return "bf16" if cpu_has_native_bf16() else "fp32"
+        choice = cpu_precision_probe().choice(purpose) if cpu_has_native_bf16() else "fp32"
+        _CHOICES[purpose] = choice
+        return choice
     return "fp32"
+
+
+# --- the CPU probe ------------------------------------------------------------------------------------------------
+
+_CHOICES: dict[str, str] = {}  # what `auto` resolved to on the CPU in this process, per purpose
+
+
+@dataclass(frozen=True)
+class PrecisionProbe:
+    """One machine's measurement: median seconds per purpose and precision, and the lowest cosine of bf16 outputs
+    to fp32's (encoding)."""
+
+    machine: str
+    seconds: dict[str, dict[str, float]]  # {"encode": {"fp32": s, "bf16": s}, "train": {...}}
+    cosine: float
+
+    def speedup(self, purpose: str) -> float:
+        """fp32 seconds over bf16 seconds: above 1, bf16 is faster."""
+        times = self.seconds[purpose]
+        return times["fp32"] / times["bf16"]
+
+    def choice(self, purpose: str) -> Resolved:
+        ok = self.cosine >= MIN_COSINE and self.speedup(purpose) >= MIN_SPEEDUP
+        return "bf16" if ok else "fp32"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "speedup": {p: round(self.speedup(p), 3) for p in self.seconds},
+                "choice": {p: self.choice(p) for p in self.seconds}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PrecisionProbe":
+        return cls(str(data["machine"]), {p: {k: float(v) for k, v in t.items()} for p, t in data["seconds"].items()},
+                   float(data["cosine"]))
+
+
+def machine_key() -> str:
+    """What a probe's answer depends on: the CPU model, its cores, the threads torch uses, torch's version."""
+    cpu = machine_description()
+    return (f"{cpu['cpu']} | {cpu['cpu_cores']} cores | {torch.get_num_threads()} threads | torch {torch.__version__}"
+            f" | probe {PROBE_VERSION}")
+
+
+def probe_cache_path() -> Path:
+    root = os.environ.get(ENV_CACHE_DIR) or Path.home() / ".cache" / "taser"
+    return Path(root).expanduser() / PROBE_FILE
+
+
+def measure_cpu_precision(*, hidden: int = 384, layers: int = 1, heads: int = 12, batch: int = 4,
+                          length: int = 128, repeats: int = 3,
+                          timer: Callable[[], float] = time.perf_counter) -> PrecisionProbe:
+    """Time `layers` random BERT layers of the default model's width on the CPU, fp32 against bf16: encoding (a bf16
+    copy, forward only, as `DenseEncoder` runs) and training (fp32 weights under bf16 autocast, forward and
+    backward, as the training loop runs); the median of `repeats` after one warm-up each."""
+    from transformers import BertConfig, BertModel
+
+    generator = torch.Generator().manual_seed(0)
+    config = BertConfig(vocab_size=512, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                        intermediate_size=4 * hidden, max_position_embeddings=max(512, length))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = BertModel(config, add_pooling_layer=False)
+    ids = torch.randint(0, config.vocab_size, (batch, length), generator=generator)
+
+    def timed(step: Callable[[], Any]) -> float:
+        step()
+        times = []
+        for _ in range(repeats):
+            start = timer()
+            step()
+            times.append(timer() - start)
+        return statistics.median(times)
+
+    outputs: dict[str, torch.Tensor] = {}
+    seconds: dict[str, dict[str, float]] = {"encode": {}, "train": {}}
+    low = {"fp32": model.eval(), "bf16": BertModel(config, add_pooling_layer=False).eval()}
+    low["bf16"].load_state_dict(model.state_dict())
+    low["bf16"].to(torch.bfloat16)
+    for name, net in low.items():
+        def encode(net=net, name=name):
+            with torch.inference_mode():
+                outputs[name] = net(input_ids=ids).last_hidden_state.float()
+        seconds["encode"][name] = timed(encode)
+    model.train()
+    for name in ("fp32", "bf16"):
+        def train(name=name):
+            model.zero_grad(set_to_none=True)
+            with autocast(name, "cpu"):
+                loss = model(input_ids=ids).last_hidden_state.float().pow(2).mean()
+            loss.backward()
+        seconds["train"][name] = timed(train)
+    cosine = torch.nn.functional.cosine_similarity(outputs["fp32"].flatten(0, 1), outputs["bf16"].flatten(0, 1),
+                                                   dim=-1).min().item()
+    return PrecisionProbe(machine_key(), seconds, round(cosine, 6))
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_precision_probe() -> PrecisionProbe:
+    """This machine's probe: read from the cache when it holds one for `machine_key()`, else measured now (a few
+    seconds) and added to it. A cache that cannot be read or written is measured around, never an error."""
+    path, key = probe_cache_path(), machine_key()
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cached = {}
+    cached = cached if isinstance(cached, dict) else {}
+    if isinstance(cached.get(key), dict):
+        try:
+            return PrecisionProbe.from_dict(cached[key])
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged entry: measure again
+    probe = measure_cpu_precision()
+    try:
+        atomic_write_json(path, {**cached, key: probe.as_dict()})
+    except OSError:
+        pass
+    return probe
+
+
+def precision_record() -> dict[str, Any]:
+    """What `auto` resolved to on the CPU in this process, per purpose, with the probe behind it (None when the CPU
+    has no native bf16 or nothing was resolved): for a result's meta."""
+    probe = cpu_precision_probe() if _CHOICES and cpu_has_native_bf16() else None
+    return {"auto": dict(_CHOICES), "native_bf16": cpu_has_native_bf16(),
+            "probe": probe.as_dict() if probe is not None else None}
 
 
 def autocast(resolved: str, device: str | torch.device):
@@ -78,5 +231,6 @@ def autocast(resolved: str, device: str | torch.device):
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
-__all__ = ["DTYPES", "NATIVE_BF16_FLAGS", "PRECISIONS", "autocast", "check_precision", "cpu_flags",
-           "cpu_has_native_bf16", "resolve_precision"]
+__all__ = ["DTYPES", "MIN_COSINE", "MIN_SPEEDUP", "NATIVE_BF16_FLAGS", "PRECISIONS", "PrecisionProbe", "autocast",
+           "check_precision", "cpu_flags", "cpu_has_native_bf16", "cpu_precision_probe", "machine_key",
+           "measure_cpu_precision", "precision_record", "resolve_precision"]

@@ -132,7 +132,7 @@ class LoopConfig:
 
     def resolved_precision(self, device: str | torch.device) -> str:
         """"fp32" or "bf16": what `precision` (and the `bf16` switch) mean on `device`."""
-        return resolve_precision(self.precision, device) if self.bf16 else "fp32"
+        return resolve_precision(self.precision, device, purpose="train") if self.bf16 else "fp32"
 
 
 class ResumableBatches(Protocol):

@@ -158,7 +158,8 @@ def reranking_overrides(params: Mapping[str, Any], kind: str) -> list[str]:
       step: a CA step costs group_size pairs per question);
     - `n_queries` caps the dev and test queries re-ranked (the dev sample at most the config's own; null: the
       config's dev sample, every test query);
-    - the CA starts from `cross_encoder_model`, a student from `model` (with the profile's pooling, as
+    - the CA starts from `cross_encoder_model` (reading the mean token when the profile's pooling is mean), a
+      student from `model` (with the profile's pooling, as
       `profile_overrides`); precision and the lengths as the profile says (a CA input holds query and passage, and
       a student's teacher scores its pairs at that same length, so the CA's own score cache is the one read)."""
     if kind not in ("cross-encoder", "distill"):
@@ -167,6 +168,8 @@ def reranking_overrides(params: Mapping[str, Any], kind: str) -> list[str]:
     if kind == "cross-encoder":
         if params.get("cross_encoder_model"):
             out.append(f"model.name_or_path={params['cross_encoder_model']}")
+        if params.get("pooling") == "mean":  # the CA reads the mean token too (models.cross_encoder: MiniLM's [CLS])
+            out.append("model.overrides.pooling=mean")
         if params.get("max_passage_length"):
             out.append(f"training.max_length={int(params['max_passage_length']) + int(params.get('max_query_length') or 32)}")
     else:
