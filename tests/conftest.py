@@ -31,16 +31,18 @@ def _offline(monkeypatch):
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
-# `make test TEST_WORKERS=2` runs on both cores (pytest-xdist, `-n 2 --dist loadscope`). A test file's tests share module-scoped
-# fixtures (trained tiny models, built books) and a notebook's nbval cells share one kernel, so each file is one unit
-# that a single worker runs; only the full-code-path notebooks, each independent and slow, are spread one by one.
+# `make test TEST_WORKERS=2` runs on both cores (pytest-xdist, `-n 2 --dist loadscope`). A test file's tests share
+# module-scoped fixtures (trained tiny models, built books) and a notebook's nbval cells share one kernel, so each file
+# is one unit that a single worker runs; only the full-code-path notebooks, each independent, are spread one by one.
 # (pytest-xdist's `loadgroup` marks do nothing under pytest 9: it renames `item._nodeid`, which pytest 9 no longer
 # reads, so the units are set here through xdist's scheduler hook.)
 SPREAD = ("tests/test_full_code_path.py",)
 
 
-# The slowest units first (measured with --durations), so that neither worker is left with a long one at the end.
-SLOW_FIRST = ("tests/test_full_code_path.py", "tests/test_book.py", "notebooks/")
+# The slowest units first, so that neither worker is left with a long one at the end. Measured with --durations on a
+# fresh clone (2026-11-27): the notebooks at smoke 10-420 s each (2,578 s in all), the smoke book 243 s, the quick
+# bench 181 s, each full-code-path notebook 15-170 s.
+SLOW_FIRST = ("notebooks/", "tests/test_book.py", "tests/test_bench.py", "tests/test_full_code_path.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -53,6 +55,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: a file's tests and a notebook's cells keep their order
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed, pytest ignores this one
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadscope":
         return None
