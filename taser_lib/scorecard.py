@@ -106,13 +106,16 @@ class Verdict:
 # The claims files' loader and this module read result tables and never write them, and the book judges every result
 # again when it is built (`reproduce.build_book` puts a freshly judged verdict box on each page and remakes the output
 # of its `notebook_claims(...)` cell). So a change to them makes no result stale, and a better test of a claim needs
-# no rerun of the notebooks. Every other library file a notebook loaded still counts.
+# no rerun of the notebooks. The figure functions draw from the tables and write none, so a change to them leaves
+# every verdict as it was (the runner still reruns the notebook, to redraw its figures). Every other library file a
+# notebook loaded still counts.
 JUDGING_FILES = frozenset({"taser_lib/claims.py", "taser_lib/scorecard.py"})
+DRAWING_FILES = "taser_lib/plots/"
 
 
 def stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> str | None:
     """None when the result is up to date with the checkout at `repo_root`, else why (see `results.stale_reason`);
-    a changed file of JUDGING_FILES does not count."""
+    a changed file of JUDGING_FILES or DRAWING_FILES does not count."""
     reason = _recorded_stale_reason(result_folder, repo_root)
     if reason is None or not reason.startswith("library file "):
         return reason
@@ -120,7 +123,7 @@ def stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike 
     library_root = root if (root / "taser_lib").is_dir() else Path(__file__).resolve().parent.parent
     changed = []
     for rel_file, digest in (read_meta(result_folder) or {}).get("library_files", {}).items():
-        if rel_file in JUDGING_FILES:
+        if rel_file in JUDGING_FILES or rel_file.startswith(DRAWING_FILES):
             continue
         path = library_root / rel_file
         if not path.is_file():

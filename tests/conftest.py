@@ -31,6 +31,35 @@ def _offline(monkeypatch):
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
+# Every figure a library function draws in these test files must fit the book's column with readable text: checked
+# on each figure still open when a test ends (the figure functions return their figures, the tests keep them open).
+FIGURE_TESTS = ("test_plots_", "test_routing_usage", "test_disagreement", "test_testbed", "test_de_score_analysis",
+                "test_propositions")
+
+
+@pytest.fixture(autouse=True)
+def _figures_fit_the_column(request):
+    if not request.node.path.name.startswith(FIGURE_TESTS):
+        yield
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from taser_lib.plots.style import COLUMN_WIDTH_IN, MIN_TEXT_PX, rendered_width_in, text_sizes_px
+    plt.close("all")
+    yield
+    try:
+        for number in plt.get_fignums():
+            fig = plt.figure(number)
+            width = rendered_width_in(fig)
+            assert width <= COLUMN_WIDTH_IN * 1.05, f"a figure is {width:.2f} in wide; the column is {COLUMN_WIDTH_IN}"
+            small = [(text, round(px, 1)) for text, px in text_sizes_px(fig) if px < MIN_TEXT_PX]
+            assert not small, f"text under {MIN_TEXT_PX} px on screen: {small[:5]}"
+    finally:
+        plt.close("all")
+
+
 # `make test TEST_WORKERS=2` runs on both cores (pytest-xdist, `-n 2 --dist loadscope`). A test file's tests share
 # module-scoped fixtures (trained tiny models, built books) and a notebook's nbval cells share one kernel, so each file
 # is one unit that a single worker runs; only the full-code-path notebooks, each independent, are spread one by one.

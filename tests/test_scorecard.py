@@ -455,6 +455,17 @@ def test_a_stale_result_is_marked(directions):
     assert verdict.status == HOLDS and "changed" in verdict.stale and verdict.short == "holds · stale"
 
 
+def test_a_changed_figure_function_leaves_the_verdict_current_and_any_other_library_file_does_not(directions):
+    meta_path = directions / "results" / "cpu" / "nb" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["library_files"] = {"taser_lib/plots/retrieval.py": "0" * 64}     # a figure function changed since
+    meta_path.write_text(json.dumps(meta))
+    assert not verdicts(directions)["P-params"].stale
+    meta["library_files"]["taser_lib/losses.py"] = "0" * 64               # a library file that computes numbers
+    meta_path.write_text(json.dumps(meta))
+    assert "taser_lib/losses.py" in verdicts(directions)["P-params"].stale
+
+
 # ------------------------------------------------------------------------------------------------ the page
 
 def test_the_page_shows_verdicts_per_profile(directions):

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch
 
 from ..models.taser import TaserConfig
+from .style import book_style
 
 _SHARED, _ATTN, _EXPERT, _ROUTER = "#d9d9d9", "#9ecae1", "#fdae6b", "#a1d99b"
 
@@ -25,6 +26,7 @@ def _box(ax, x, y, w, h, color, text, fontsize=8):
     ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fontsize)
 
 
+@book_style
 def draw_taser_architecture(config: TaserConfig, title: str | None = None):
     """A matplotlib Figure of the encoder stack described by `config` (any T, I, routing, depth)."""
     specialized = set(config.specialized_layers)

@@ -7,7 +7,10 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from .style import COLUMN_WIDTH_IN, book_style
 
+
+@book_style
 def plot_scaling(result: dict[str, Any]) -> Figure:
     """Seconds to encode a corpus (per device) and to search it (exact faiss flat, a fixed query batch) against
     its size, both axes logarithmic, out to DPR's 21M Wikipedia passages. Measured points are filled; extrapolated
@@ -21,10 +24,10 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
     wiki = implied["passages"]
     memory = measured.get("memory")  # records before issue 13 have no memory series
     if memory:
-        fig, (ax, mem_ax) = plt.subplots(1, 2, figsize=(12.4, 4.6), gridspec_kw={"width_ratios": [1.4, 1]})
+        fig, (ax, mem_ax) = plt.subplots(2, 1, figsize=(COLUMN_WIDTH_IN, 8.4))
         plot_memory(memory, mem_ax)
     else:
-        fig, ax = plt.subplots(figsize=(7.2, 4.6))
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 4.4))
     for device, enc in measured["encode"].items():
         points = list(zip(enc["sizes"], enc["seconds"], enc["measured"]))
         points.append((wiki, implied[f"encode_hours_{'gpu' if device == 'cuda' else 'cpu'}"] * 3600, False))
@@ -42,19 +45,20 @@ def plot_scaling(result: dict[str, Any]) -> Figure:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("corpus size (passages)")
-    ax.set_ylabel("seconds")
+    ax.set_ylabel("time (seconds)")
     ax.set_title("Scaling (hollow markers: extrapolated)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
+@book_style
 def plot_memory(memory: dict[str, Any], ax=None):
     """Measured peak RAM growth of indexing against corpus size: streamed (flat, within the bound the shard size
     sets) and loaded whole first (growing with the corpus). `memory` is the scaling record's measured["memory"]."""
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.6, 4.6))
+        _, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 4.0))
     ax.plot(memory["sizes"], memory["stream_peak_mib"], "o-", label="streamed (encode_stream_to_shards)")
     ax.plot(memory["sizes"], memory["load_peak_mib"], "s--", label="corpus loaded into memory first")
     ax.axhline(memory["bound_mib"], color="grey", lw=0.8, ls=":",
@@ -64,5 +68,5 @@ def plot_memory(memory: dict[str, Any], ax=None):
     ax.set_ylabel("peak RAM growth (MiB)")
     ax.set_title("Indexing memory (measured)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize=8)
     return ax

@@ -9,10 +9,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..evaluation.disagreement import normalised_scores
+from .style import book_style
 
 POS_COLOR, NEG_COLOR = "tab:orange", "tab:blue"
 
 
+@book_style
 def plot_disagreement_scatter(frame: pd.DataFrame, low: str, high: str, *, pairs: pd.DataFrame | None = None,
                               method: str = "range", title: str | None = None) -> Figure:
     """Scatter of model `high`'s normalised score (y) against model `low`'s (x) for every pair both score (a score
@@ -37,9 +39,8 @@ def plot_disagreement_scatter(frame: pd.DataFrame, low: str, high: str, *, pairs
     scale = "range" if method == "range" else "percentile rank"
     ax.set_xlabel(f"{low} score ({scale}, 0-1)")
     ax.set_ylabel(f"{high} score ({scale}, 0-1)")
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
-    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(fontsize=8, loc="lower right")
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
     fig.tight_layout()
     return fig

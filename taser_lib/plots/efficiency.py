@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from .style import book_style, panel_grid, panels_of
+
 # metric -> (axis label, factor from the stored unit)
 DEFAULT_PANELS: dict[str, tuple[str, float]] = {
     "epoch_seconds": ("minutes per epoch (wall)", 1 / 60),
@@ -16,6 +18,7 @@ DEFAULT_PANELS: dict[str, tuple[str, float]] = {
 }
 
 
+@book_style
 def plot_cost_bars(table: pd.DataFrame, panels: Mapping[str, tuple[str, float]] | None = None, *,
                    models: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
                    baseline: str | None = None, paper_ratio: Mapping[str, Mapping[str, float]] | None = None,
@@ -30,8 +33,8 @@ def plot_cost_bars(table: pd.DataFrame, panels: Mapping[str, tuple[str, float]] 
     labels = dict(labels or {})
     models = list(models) if models is not None else list(dict.fromkeys(table["model"]))
     n = len(panels) + (1 if baseline else 0)
-    fig, axes = plt.subplots(1, n, figsize=(3.3 * n + 0.6, 3.8))
-    axes = np.atleast_1d(axes)
+    fig, grid = panel_grid(n, max_cols=2, panel_height=3.3)
+    axes = panels_of(grid)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     x = np.arange(len(models))
     means: dict[str, dict[str, float]] = {}
@@ -41,7 +44,7 @@ def plot_cost_bars(table: pd.DataFrame, panels: Mapping[str, tuple[str, float]] 
         for i, model in enumerate(models):
             values = rows.loc[rows["model"] == model, "value"].astype(float).to_numpy() * factor
             if not len(values):
-                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=8, color="grey")
+                ax.text(i, 0, "–", ha="center", va="bottom", fontsize=8, color="grey")
                 continue
             means[metric][model] = float(values.mean())
             ax.bar(i, values.mean(), 0.7, color=colors[i % len(colors)],
@@ -51,7 +54,6 @@ def plot_cost_bars(table: pd.DataFrame, panels: Mapping[str, tuple[str, float]] 
             ax.text(i, values.mean(), f"{values.mean():.3g}", ha="center", va="bottom", fontsize=8)
         ax.set_xticks(x, [labels.get(m, m) for m in models], rotation=20, ha="right")
         ax.set_ylabel(axis_label)
-        ax.spines[["top", "right"]].set_visible(False)
     if baseline:
         ax = axes[-1]
         others = [m for m in models if m != baseline]
@@ -70,8 +72,7 @@ def plot_cost_bars(table: pd.DataFrame, panels: Mapping[str, tuple[str, float]] 
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.set_xticks(np.arange(len(others)), [labels.get(m, m) for m in others], rotation=20, ha="right")
         ax.set_ylabel(f"ratio to {labels.get(baseline, baseline)}")
-        ax.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25))
-        ax.spines[["top", "right"]].set_visible(False)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3))
     if title:
         fig.suptitle(title)
     fig.tight_layout()

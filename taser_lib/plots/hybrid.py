@@ -10,8 +10,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..evaluation.hybrid_sweep import DENSE_ALONE, seed_curves
+from .style import COLUMN_WIDTH_IN, book_style, panel_grid, panels_of
 
 
+@book_style
 def plot_alpha_curves(sweep: pd.DataFrame, chosen: Mapping[str, float] | None = None, *, metric: str | None = None,
                       models: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
                       title: str | None = None, ax=None) -> Figure:
@@ -24,7 +26,7 @@ def plot_alpha_curves(sweep: pd.DataFrame, chosen: Mapping[str, float] | None = 
     models = list(models) if models is not None else list(dict.fromkeys(curves["model"]))
     labels = dict(labels or {})
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7.4, 4.2))
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 3.8))
     else:
         fig = ax.figure
     for model in models:
@@ -49,9 +51,23 @@ def plot_alpha_curves(sweep: pd.DataFrame, chosen: Mapping[str, float] | None = 
     ax.set_xlabel("alpha (Eq. 6); 0: the dense run alone (hollow)")
     ax.set_ylabel(f"dev {metric}")
     ax.axvspan(0.5, 2.0, color="grey", alpha=0.06, linewidth=0)
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
-    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(fontsize=8, loc="lower right")
     if title:
         ax.set_title(title)
     fig.tight_layout()
+    return fig
+
+
+@book_style
+def plot_alpha_panels(sweep: pd.DataFrame, chosen: Mapping[str, float] | None = None, *,
+                      metrics: Sequence[str] | None = None, models: Sequence[str] | None = None,
+                      labels: Mapping[str, str] | None = None) -> Figure:
+    """`plot_alpha_curves` for each of `metrics` (default: every metric of the sweep), one panel per metric
+    stacked in the column; the chosen alphas (stars) are drawn on the first metric's panel, the one they were
+    chosen on."""
+    metrics = list(metrics) if metrics is not None else list(dict.fromkeys(sweep["metric"]))
+    fig, grid = panel_grid(len(metrics), max_cols=1, panel_height=3.4)
+    for i, (ax, metric) in enumerate(zip(panels_of(grid), metrics)):
+        plot_alpha_curves(sweep, chosen if i == 0 else None, metric=metric, models=models, labels=labels, ax=ax,
+                          title=f"dev {metric}" + (" (stars: the chosen alpha)" if i == 0 and chosen else ""))
     return fig

@@ -17,8 +17,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .scores import _finish, _order, _require
+from .style import COLUMN_WIDTH_IN, book_style
 
 
+@book_style
 def plot_truncation_curve(curve: pd.DataFrame, *, models: Sequence[str] | None = None, log_error: bool = True,
                           title: str | None = None) -> Figure:
     """Two panels against the embedding dimension d (log2 axis): the relative error ||S - S_d||_F / ||S||_F of the
@@ -30,7 +32,7 @@ def plot_truncation_curve(curve: pd.DataFrame, *, models: Sequence[str] | None =
     names = _order(frame["model"], models)
     with_mrr = "mrr" in frame.columns and frame["mrr"].notna().any()
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, axes = plt.subplots(1, 2 if with_mrr else 1, figsize=(9.0 if with_mrr else 4.8, 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, 2 if with_mrr else 1, figsize=(COLUMN_WIDTH_IN if with_mrr else COLUMN_WIDTH_IN * 0.6, 3.2), squeeze=False)
     err_ax = axes[0, 0]
     for i, name in enumerate(names):
         mine = frame[frame["model"] == name].sort_values("dim")
@@ -45,7 +47,7 @@ def plot_truncation_curve(curve: pd.DataFrame, *, models: Sequence[str] | None =
         if "rank" in mine.columns:
             for ax in axes[0]:
                 ax.axvline(float(mine["rank"].iloc[0]), color=color, ls=":", lw=1)
-    err_ax.set_ylabel("relative error ||S - S_d|| / ||S||")
+    err_ax.set_ylabel("relative error\n||S - S_d|| / ||S||")
     if log_error:
         err_ax.set_yscale("log")
     for ax in axes[0]:
@@ -53,14 +55,14 @@ def plot_truncation_curve(curve: pd.DataFrame, *, models: Sequence[str] | None =
         ticks = sorted(set(int(d) for d in frame["dim"]))
         ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.set_xlabel("embedding dimension d")
-        ax.spines[["top", "right"]].set_visible(False)
     if with_mrr:
         axes[0, 1].set_ylabel("MRR@10 of ranking by S_d")
     if any(ax.get_legend_handles_labels()[0] for ax in axes[0]):
-        axes[0, -1].legend(frameon=False, fontsize=8)
+        axes[0, -1].legend(fontsize=8)
     return _finish(fig, title)
 
 
+@book_style
 def plot_prop3_gradients(grads: pd.DataFrame, *, component: int = 1, title: str | None = None) -> Figure:
     """Proposition 3 against the temperature tau (log axis): left, the ratio tau^2 d l_sce / d s_i over
     (1/8) d l_mmse / d s_i for every pair (thin lines; 1 is the limit, dashed); right, the largest and the median
@@ -71,22 +73,21 @@ def plot_prop3_gradients(grads: pd.DataFrame, *, component: int = 1, title: str 
     part = grads[grads["i"] == component]
     if part.empty:
         raise ValueError(f"no rows with i == {component}; the frame has i in {sorted(set(grads['i']))}")
-    fig, (ratio_ax, err_ax) = plt.subplots(1, 2, figsize=(9.0, 3.4))
+    fig, (ratio_ax, err_ax) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, 3.2))
     for _, mine in part.groupby("pair", sort=False):
         mine = mine.sort_values("tau")
         ratio_ax.plot(mine["tau"], mine["ratio"], color="tab:blue", lw=0.8, alpha=0.5)
     ratio_ax.axhline(1.0, color="black", ls="--", lw=1)
-    ratio_ax.set_ylabel(f"τ² ∂ℓ_sce/∂s{component}  ÷  (1/8) ∂ℓ_mmse/∂s{component}")
+    ratio_ax.set_ylabel(f"τ² ∂ℓ_sce/∂s{component}  ÷\n(1/8) ∂ℓ_mmse/∂s{component}")
     stats = part.groupby("tau")["abs_error"].agg(["max", "median"]).reset_index()
     err_ax.plot(stats["tau"], stats["max"].clip(lower=1e-300), "-o", ms=3, label="largest over pairs")
     err_ax.plot(stats["tau"], stats["median"].clip(lower=1e-300), "-s", ms=3, label="median over pairs")
     err_ax.set_yscale("log")
     err_ax.set_ylabel("|τ² ∂ℓ_sce − (1/8) ∂ℓ_mmse|")
-    err_ax.legend(frameon=False, fontsize=8)
+    err_ax.legend(fontsize=8)
     for ax in (ratio_ax, err_ax):
         ax.set_xscale("log")
         ax.set_xlabel("temperature τ")
-        ax.spines[["top", "right"]].set_visible(False)
     finite = part["ratio"].replace([np.inf, -np.inf], np.nan).dropna()
     if len(finite):  # keep the small-tau ratios (which may be far from 1) from squashing the approach to 1
         lo, hi = np.nanpercentile(finite, [2, 98])

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..evaluation.routing import align_experts
+from .style import COLUMN_WIDTH_IN, book_style, panel_grid, panels_of
 
 
 def _need(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
@@ -20,6 +21,7 @@ def _need(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
         raise KeyError(f"{what}: no column(s) {missing}; the frame has {list(frame.columns)}")
 
 
+@book_style
 def plot_expert_usage(usage: pd.DataFrame, *, models: Sequence[str] | None = None, title: str | None = None
                       ) -> Figure:
     """One heatmap per model: rows are (specialized block, side[, unit]), columns the experts, each cell the share
@@ -36,10 +38,10 @@ def plot_expert_usage(usage: pd.DataFrame, *, models: Sequence[str] | None = Non
         raise ValueError("plot_expert_usage: no models to draw")
     experts = int(usage["expert"].max()) + 1
     rows = max(len(usage[usage["model"] == m][["layer", "side"]].drop_duplicates()) for m in models)
-    fig, axes = plt.subplots(1, len(models), figsize=(1.5 + (0.5 * experts + 1.9) * len(models), 1.2 + 0.4 * rows),
-                             squeeze=False, layout="constrained")
+    fig, grid = panel_grid(len(models), max_cols=2, panel_height=1.3 + 0.32 * rows, layout="constrained")
+    axes = panels_of(grid)
     image = None
-    for ax, model in zip(axes[0], models):
+    for index, (ax, model) in enumerate(zip(axes, models)):
         mine = usage[usage["model"] == model]
         has_unit = "unit" in mine.columns and mine["unit"].nunique() > 1
         keys = ["layer", "side", *(["unit"] if has_unit else [])]
@@ -52,17 +54,19 @@ def plot_expert_usage(usage: pd.DataFrame, *, models: Sequence[str] | None = Non
                 ax.text(c, r, f"{value:.0%}", ha="center", va="center", fontsize=7,
                         color="black" if value > 0.6 else "white")
         ax.set_xticks(range(experts), [f"E{e}" for e in range(experts)])
-        ax.set_yticks(range(len(order)), [f"layer {k[0]}, {' '.join(str(x) for x in k[1:])}" for k in order],
-                      fontsize=8)
+        first_column = index % grid.shape[1] == 0
+        ax.set_yticks(range(len(order)), [f"layer {k[0]}, {' '.join(str(x) for x in k[1:])}" for k in order]
+                      if first_column else [])
         units = mine["unit"].unique() if "unit" in mine.columns else []
-        ax.set_title(model + (f"\n(share of {units[0]}s)" if len(units) == 1 else ""), fontsize=9)
-        ax.set_xlabel("expert (by the questions' use, per seed)" if aligned else "expert", fontsize=8)
-    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.03, pad=0.02, label="share of units")
+        ax.set_title(model + (f"\n(share of {units[0]}s)" if len(units) == 1 else ""))
+        ax.set_xlabel("expert (by the questions' use,\nper seed)" if aligned else "expert")
+    fig.colorbar(image, ax=axes, fraction=0.03, pad=0.02, label="share of units")
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title)
     return fig
 
 
+@book_style
 def plot_routing_entropy(curves: pd.DataFrame, *, by: str = "mode", num_experts: int | None = None,
                          smooth: int = 1, title: str | None = None) -> Figure:
     """Two panels over training steps: the mean per-unit routing entropy (`h_unit`: how unsure each routing
@@ -72,8 +76,8 @@ def plot_routing_entropy(curves: pd.DataFrame, *, by: str = "mode", num_experts:
     takes a centred rolling mean over that many logged steps. With `num_experts`, a dashed line marks log I, the
     entropy of uniform routing."""
     _need(curves, [by, "step", "h_unit", "h_batch"], "plot_routing_entropy")
-    fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.6), sharex=True)
-    names = {"h_unit": "per-unit routing entropy", "h_batch": "entropy of the batch's mean routing"}
+    fig, axes = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, 3.4), sharex=True)
+    names = {"h_unit": "per-unit routing entropy", "h_batch": "entropy of the batch's\nmean routing"}
     for ax, column in zip(axes, ("h_unit", "h_batch")):
         for name, group in curves.groupby(by, sort=False):
             series = (group.pivot_table(index="step", columns="seed", values=column)
@@ -88,13 +92,12 @@ def plot_routing_entropy(curves: pd.DataFrame, *, by: str = "mode", num_experts:
             ax.axhline(math.log(num_experts), color="grey", linestyle="--", linewidth=1)
             ax.text(ax.get_xlim()[0], math.log(num_experts), f" log {num_experts} (uniform)", va="bottom",
                     fontsize=7, color="grey")
-        ax.set_title(names[column], fontsize=10)
+        ax.set_title(names[column], fontsize=9)
         ax.set_xlabel("training step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel("nats")
-        ax.spines[["top", "right"]].set_visible(False)
-    axes[0].legend(frameon=False, title=by, fontsize=8)
+        ax.set_ylabel("entropy (nats)")
+    axes[0].legend(title=by, fontsize=8)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from ..evaluation.scores import centre_scores
+from .style import COLUMN_WIDTH_IN, book_style
 
 POS_COLOR, NEG_COLOR = "tab:orange", "tab:blue"
 SPLIT_STYLES = {"train": "--", "dev": "-", "test": "-"}
@@ -52,6 +53,7 @@ def _finish(fig: Figure, title: str | None) -> Figure:
 
 # --- score densities -------------------------------------------------------------------------------------------------
 
+@book_style
 def plot_score_densities(frame: pd.DataFrame, *, models: Sequence[str] | None = None, centred: bool = True,
                          row: str | None = None, rows: Sequence | None = None, bins: int = 50, kde: bool = False,
                          sharex: bool | None = None, title: str | None = None) -> Figure:
@@ -66,7 +68,7 @@ def plot_score_densities(frame: pd.DataFrame, *, models: Sequence[str] | None = 
     if centred:
         frame = centre_scores(frame, by=["model", row] if row else ["model"])
     sharex = centred if sharex is None else sharex
-    fig, axes = plt.subplots(len(row_values), len(models), figsize=(3.4 * len(models), 2.8 * len(row_values)),
+    fig, axes = plt.subplots(len(row_values), len(models), figsize=(COLUMN_WIDTH_IN, 2.6 * len(row_values)),
                              sharex=sharex, squeeze=False)
     for r, value in enumerate(row_values):
         part = frame if row is None else frame[frame[row] == value]
@@ -83,16 +85,16 @@ def plot_score_densities(frame: pd.DataFrame, *, models: Sequence[str] | None = 
                     grid = np.linspace(edges[0], edges[-1], 200)
                     ax.plot(grid, stats.gaussian_kde(values)(grid), color=color, lw=1.2)
             ax.set_xlabel(f"{model} score" + (" (centred)" if centred else ""))
-            ax.set_title(model if row is None else f"{model}, {row} = {value}", fontsize=10)
-            ax.spines[["top", "right"]].set_visible(False)
+            ax.set_title(model if row is None else f"{model}, {row} = {value}")
             if c == 0:
                 ax.set_ylabel("density")
-    axes[0, -1].legend(frameon=False, fontsize=8)
+    axes[0, -1].legend(fontsize=8)
     return _finish(fig, title)
 
 
 # --- margins ---------------------------------------------------------------------------------------------------------
 
+@book_style
 def plot_margin_histograms(margins: pd.DataFrame, *, models: Sequence[str] | None = None,
                            column: str = "normalised_margin", bins: int = 40,
                            value_range: tuple[float, float] | None = None, medians: bool = True,
@@ -107,7 +109,7 @@ def plot_margin_histograms(margins: pd.DataFrame, *, models: Sequence[str] | Non
         value_range = (float(values.min()), float(values.max())) if len(values) else (-1.0, 1.0)
     edges = np.linspace(*value_range, bins + 1)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN * 0.8, 3.6))
     for i, model in enumerate(models):
         mine = margins.loc[margins["model"] == model, column].dropna().to_numpy(np.float64)
         if not len(mine):
@@ -118,8 +120,7 @@ def plot_margin_histograms(margins: pd.DataFrame, *, models: Sequence[str] | Non
             ax.axvline(float(np.median(mine)), color=color, ls="--", lw=1)
     ax.set_xlabel("normalised margin" if column == "normalised_margin" else column)
     ax.set_ylabel("density")
-    ax.legend(frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend()
     return _finish(fig, title)
 
 
@@ -145,6 +146,7 @@ def _draw(ax, xs, stat: pd.DataFrame, spread: str, color, style: str, label: str
 SPREADS = ("band", "bars")
 
 
+@book_style
 def plot_size_sweep(table: pd.DataFrame, *, x: str = "size", value: str = "value", panel: str = "split",
                     hue: str = "model", row: str | None = None, models: Sequence[str] | None = None,
                     panels: Sequence | None = None, spread: str = "band", log_x: bool = False,
@@ -162,7 +164,7 @@ def plot_size_sweep(table: pd.DataFrame, *, x: str = "size", value: str = "value
     numeric = pd.api.types.is_numeric_dtype(table[x])
     categories = list(dict.fromkeys(table[x])) if not numeric else None
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, axes = plt.subplots(len(row_values), len(cols), figsize=(4.2 * len(cols), 3.2 * len(row_values)),
+    fig, axes = plt.subplots(len(row_values), len(cols), figsize=(COLUMN_WIDTH_IN, 3.0 * len(row_values)),
                              squeeze=False)
     for r, rv in enumerate(row_values):
         part = table if row is None else table[table[row] == rv]
@@ -188,9 +190,8 @@ def plot_size_sweep(table: pd.DataFrame, *, x: str = "size", value: str = "value
                 ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
             ax.set_xlabel(xlabel or x)
             ax.set_ylabel(f"{ylabel} {cv}")
-            ax.set_title(f"{cv}" if row is None else f"{cv}, {row} = {rv}", fontsize=10)
-            ax.spines[["top", "right"]].set_visible(False)
-    axes[0, -1].legend(frameon=False, fontsize=8)
+            ax.set_title(f"{cv}" if row is None else f"{cv}, {row} = {rv}")
+    axes[0, -1].legend(fontsize=8)
     return _finish(fig, title)
 
 
@@ -221,6 +222,7 @@ def learning_curve_table(curves: Mapping[str, pd.DataFrame], metric: str = "MRR@
     return out[["model", "step", "split", "value", *(["seed"] if "seed" in out.columns else [])]]
 
 
+@book_style
 def plot_learning_curves(curves: pd.DataFrame | Mapping[str, pd.DataFrame], *, metric: str = "MRR@10",
                          models: Sequence[str] | None = None, spread: str = "band", title: str | None = None
                          ) -> Figure:
@@ -233,7 +235,7 @@ def plot_learning_curves(curves: pd.DataFrame | Mapping[str, pd.DataFrame], *, m
     if spread not in SPREADS:
         raise ValueError(f"spread must be one of {SPREADS}, got {spread!r}")
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 3.8))
     for i, model in enumerate(_order(table["model"], models)):
         for split in dict.fromkeys(table.loc[table["model"] == model, "split"]):
             mine = table[(table["model"] == model) & (table["split"] == split)]
@@ -242,6 +244,5 @@ def plot_learning_curves(curves: pd.DataFrame | Mapping[str, pd.DataFrame], *, m
                   SPLIT_STYLES.get(split, ":"), f"{model} {split}", marker=None)
     ax.set_xlabel("training step")
     ax.set_ylabel(metric)
-    ax.legend(frameon=False, fontsize=8, ncols=2)
-    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(fontsize=8, ncols=2)
     return _finish(fig, title)

@@ -10,9 +10,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-COLUMN_WIDTH_IN = 7.0  # the book's column at its DPI (about 700 px at 100 dpi)
+from .style import COLUMN_WIDTH_IN, book_style
 
 
+@book_style
 def plot_probe_gap(gaps: pd.DataFrame, *, questions: Mapping[tuple[str, str], int], metric: str = "MRR@10",
                    scale: float = 100.0, title: str | None = None) -> Figure:
     """CA − DE (`metric` x `scale`, "points") against training questions (log axis). `questions` maps (dataset,
