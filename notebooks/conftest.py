@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from taser_lib.reproduce import THREAD_ENVS, available_cores
+from taser_book.reproduce import THREAD_ENVS, available_cores
 
 
 @pytest.hookimpl(hookwrapper=True)

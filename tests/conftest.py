@@ -46,7 +46,7 @@ def _figures_fit_the_column(request):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from taser_lib.plots.style import COLUMN_WIDTH_IN, MIN_TEXT_PX, rendered_width_in, text_sizes_px
+    from taser_book.plots.style import COLUMN_WIDTH_IN, MIN_TEXT_PX, rendered_width_in, text_sizes_px
     plt.close("all")
     yield
     try:

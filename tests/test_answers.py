@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from taser_lib.bench.matching import reference_has_answer  # DPR's rule written out per pair, independently
+from taser_book.bench.matching import reference_has_answer  # DPR's rule written out per pair, independently
 from taser_lib.data.answers import AnswerMatcher, has_answer, tokenize
 from taser_lib.data.types import Document, Query
 

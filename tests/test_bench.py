@@ -10,14 +10,14 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import BertConfig, BertModel
 
-from taser_lib.bench import NAMES, format_table, load_results, machine_line, summary_rows
-from taser_lib.bench.core import PeakMemory, interleaved, paired_ratio, row, spread
-from taser_lib.bench.hardware import bert_layer_flops, encoder_flops
-from taser_lib.bench.matching import reference_has_answer
-from taser_lib.bench.routing import every_expert
-from taser_lib.bench.search import numpy_top_k, recall_at_k
-from taser_lib.bench.training import state_bytes
-from taser_lib.cli import main
+from taser_book.bench import NAMES, format_table, load_results, machine_line, summary_rows
+from taser_book.bench.core import PeakMemory, interleaved, paired_ratio, row, spread
+from taser_book.bench.hardware import bert_layer_flops, encoder_flops
+from taser_book.bench.matching import reference_has_answer
+from taser_book.bench.routing import every_expert
+from taser_book.bench.search import numpy_top_k, recall_at_k
+from taser_book.bench.training import state_bytes
+from taser_book.cli import main
 from taser_lib.data.answers import has_answer
 from taser_lib.models import TaserConfig, TaserModel, build_model
 from taser_lib.models.encoding import fused_cpu_linears
@@ -118,7 +118,7 @@ def test_quick_bench_correctness_checks_hold(quick_results):
 @pytest.mark.slow
 def test_printed_table_and_scaling_plot(quick_results):
     pytest.importorskip("matplotlib")
-    from taser_lib.plots.bench import plot_scaling
+    from taser_book.plots.bench import plot_scaling
 
     results = load_results(quick_results[1])
     table = format_table(results)
@@ -136,7 +136,7 @@ def test_printed_table_and_scaling_plot(quick_results):
 @pytest.mark.slow
 def test_opt_in_bf16_training_quality_runs_quick(tmp_path, shared_data, capsys):
     """The opt-in benchmark is not in the suite; named, its quick mode runs the whole path in seconds."""
-    from taser_lib.bench import OPT_IN
+    from taser_book.bench import OPT_IN
 
     assert "bf16_training_quality" in OPT_IN and "bf16_training_quality" not in NAMES
     rc = main(["bench", "--quick", "--no-progress", "--only", "bf16_training_quality", "--out", str(tmp_path),
@@ -374,7 +374,7 @@ def _unit_vectors(n: int, dim: int, seed: int) -> np.ndarray:
 
 def test_faiss_gpu_comparison_is_skipped_with_a_note_without_a_gpu(monkeypatch):
     faiss = pytest.importorskip("faiss")
-    from taser_lib.bench import faiss_gpu
+    from taser_book.bench import faiss_gpu
 
     corpus, queries = _unit_vectors(200, 8, 0), _unit_vectors(5, 8, 1)
     out = faiss_gpu.measure("cpu", corpus, queries, "random", quick=True, repeats=1, build_repeats=1)
@@ -391,7 +391,7 @@ def test_faiss_gpu_comparison_runs_with_cpu_stand_ins(monkeypatch):
     """faiss's GPU functions replaced by CPU stand-ins (one 'GPU', cloning = identity): the GPU path runs end to
     end and yields its rows; both sides hold the same index, so their recalls agree."""
     faiss = pytest.importorskip("faiss")
-    from taser_lib.bench import faiss_gpu
+    from taser_book.bench import faiss_gpu
 
     moved = []
     monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
@@ -429,7 +429,7 @@ def test_faiss_gpu_comparison_runs_with_cpu_stand_ins(monkeypatch):
 
 def test_faiss_gpu_error_on_one_index_is_a_note(monkeypatch):
     faiss = pytest.importorskip("faiss")
-    from taser_lib.bench import faiss_gpu
+    from taser_book.bench import faiss_gpu
 
     def to_gpu(index, co=None, ngpu=-1):
         if isinstance(index, faiss.IndexIVFPQ):

@@ -1,9 +1,9 @@
-"""taser_lib.bench.report: the performance page's tables, from benchmark records written as `taser bench` does."""
+"""taser_book.bench.report: the performance page's tables, from benchmark records written as `taser bench` does."""
 
 from __future__ import annotations
 
-from taser_lib.bench import write_result
-from taser_lib.bench.report import (
+from taser_book.bench import write_result
+from taser_book.bench.report import (
     SPREAD_KEYS, conditions_table, describe_source, find_results, implied_21m_lines, spread_table, summary_table,
 )
 

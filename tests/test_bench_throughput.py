@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from taser_lib.bench.throughput import WARMUP_PASSAGES, encoding_throughput
+from taser_book.bench.throughput import WARMUP_PASSAGES, encoding_throughput
 
 
 class SlowEncoder:

@@ -29,8 +29,8 @@ import nbformat
 import pytest
 import yaml
 
-from taser_lib.reproduce import book_notebook, build_book, reproduce, run_times
-from taser_lib.results import save_result
+from taser_book.reproduce import book_notebook, build_book, reproduce, run_times
+from taser_book.results import save_result
 
 REPO = Path(__file__).resolve().parents[1]
 FIRST_NOTEBOOKS = ("notebooks/taser_architecture", "notebooks/baselines")
@@ -199,7 +199,8 @@ def test_run_times_table_lists_each_notebook_and_profile(tmp_path):
         meta.update(profile=profile, wall_seconds=seconds, start_time_utc="2025-01-02T00:00:00+00:00")
         (folder / "meta.json").write_text(json.dumps(meta))
     (tmp_path / "results" / "bench").mkdir()                       # not a profile
-    shutil.copytree(REPO / "taser_lib", tmp_path / "taser_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("taser_lib", "taser_book"):
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     table = run_times(tmp_path, tmp_path / "results")
     assert list(zip(table["profile"], table["minutes"])) == [("smoke", 0.5), ("cpu", 10.0)]
     assert set(table["date"]) == {"2025-01-02"} and table["machine"].str.contains("cores").all()
@@ -345,7 +346,7 @@ def test_book_pages_render_in_chromium(built_book, server, browser):
     # The scorecard page is the generated one, with a row per claim.
     browser.get(f"{server}/book/scorecard.html")
     rows = browser.execute_script("return document.querySelectorAll('article table tbody tr').length")
-    from taser_lib.scorecard import CLAIMS
+    from taser_book.scorecard import CLAIMS
     assert rows >= len(CLAIMS)
     assert urlparse(browser.current_url).path.endswith("scorecard.html")
 
@@ -442,7 +443,7 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
 
     # every claim link of the scorecard, the front page and the chapter pages lands on that claim's row of an
     # existing page; from the front page, every table and figure of both papers is one click from its page
-    from taser_lib.reproduce import load_paper_items
+    from taser_book.reproduce import load_paper_items
 
     targets: dict[str, set[str]] = {}
     for entry in ("book/scorecard", "book/intro", "book/taser", "book/dual_encoders"):
@@ -475,7 +476,7 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
 
 
 def test_book_pages_drop_timers_paths_and_missing_value_marks():
-    from taser_lib.reproduce import _clean_outputs
+    from taser_book.reproduce import _clean_outputs
 
     stream = {"output_type": "stream", "name": "stdout",
               "text": "teacher: cross-encoder-1; 3 s so far\nquestions compared: 500\nwall time 12 s\n"}

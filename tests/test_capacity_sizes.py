@@ -1,4 +1,4 @@
-"""The DE paper's capacity axis as data (`training.capacity`): "L-H" sizes and checkpoint entries turned into the
+"""The DE paper's capacity axis as data (`runs.capacity`): "L-H" sizes and checkpoint entries turned into the
 overrides of the CA and DE runs, and the number of documents K per query of Table 6."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import json
 import pytest
 
 from taser_lib.errors import ConfigError
-from taser_lib.training.cache import CachedRun, resolve_config
-from taser_lib.training.capacity import (Size, checkpoint_shape, documents_overrides, largest, parse_size,
+from taser_book.runs.cache import CachedRun, resolve_config
+from taser_book.runs.capacity import (Size, checkpoint_shape, documents_overrides, largest, parse_size,
                                          parse_sizes, size_overrides, turc_checkpoint)
 from taser_lib.training.config import config_to_dict
-from taser_lib.training.recipes import variant
+from taser_book.runs.recipes import variant
 
 SHAPE = (6, 384)  # the offline default, MiniLM-L6-H384
 

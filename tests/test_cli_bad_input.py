@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from taser_lib.cli import build_parser, main
-from taser_lib.cli.train import SET_EXAMPLES
+from taser_book.cli import build_parser, main
+from taser_book.cli.train import SET_EXAMPLES
 from taser_lib.data.formats.beir import write_prepared
 from taser_lib.data.types import Dataset, Document, Query
 from taser_lib.training.config import apply_overrides, config_from_dict, config_to_dict, default_config
@@ -218,7 +218,7 @@ def test_data_prepare_on_a_damaged_raw_file(damage_name, shared_data, tmp_path, 
 def test_the_console_script_prints_no_traceback(tmp_path):
     argv, path = case_evaluate(tmp_path, invalid_utf8)
     script = Path(sys.executable).with_name("taser")  # the installed console script (pip install -e .)
-    command = [str(script)] if script.is_file() else [sys.executable, "-c", "import sys; from taser_lib.cli import "
+    command = [str(script)] if script.is_file() else [sys.executable, "-c", "import sys; from taser_book.cli import "
                                                                            "main; sys.exit(main())"]
     proc = subprocess.run([*command, *argv], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode == 2

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from taser_lib.evaluation.cutoffs import (DPR_WIKI_PASSAGES, MATCHED_COLUMN, cutoff_table, mark_matched_cutoff,
+from taser_book.tables.cutoffs import (DPR_WIKI_PASSAGES, MATCHED_COLUMN, cutoff_table, mark_matched_cutoff,
                                           matched_cutoff)
-from taser_lib.scorecard import HOLDS, evaluate_claim
+from taser_book.scorecard import HOLDS, evaluate_claim
 
 from test_scorecard import make_repo, publish  # noqa: E402  (the scorecard tests' helpers)
 
@@ -76,7 +76,7 @@ def test_a_claim_reads_the_flagged_rows_from_the_saved_table(tmp_path):
     rows = pd.DataFrame({"model": ["taser", "taser", "dpr", "dpr"], "dataset": ["squad-open"] * 4,
                          "metric": ["R@1", "R@20", "R@1", "R@20"], "value": [64.0, 95.0, 60.0, 95.0]})
     publish(root, "cpu", "nb", "retrieval", mark_matched_cutoff(rows, {"squad-open": 3526}, KS))
-    from taser_lib.claims import load_claims
+    from taser_book.claims import load_claims
     claim = load_claims(root / "notebooks" / "claims")[0]
     verdict = evaluate_claim(claim, root / "results" / "cpu", root=root)
     assert verdict.status == HOLDS and "taser=64, dpr=60" in verdict.ours

@@ -10,7 +10,7 @@ import zipfile
 import ir_measures
 import pytest
 
-from taser_lib.cli import main
+from taser_book.cli import main
 from taser_lib.data import registry
 from taser_lib.data.formats.beir import write_corpus_jsonl, write_prepared, write_qrels_tsv, write_queries_jsonl
 from taser_lib.data.resolve import parse_dataset_spec, resolve_dataset

@@ -167,7 +167,7 @@ def test_disagreement_per_query_needs_one_pair_per_question():
 def test_disagreement_scatter_draws_every_pair_and_circles_the_chosen(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
-    from taser_lib.plots.disagreement import plot_disagreement_scatter
+    from taser_book.plots.disagreement import plot_disagreement_scatter
     rset, ca, de, frame = frames()
     pairs = disagreements(frame, low="CA", high="DE", n=2)
     fig = plot_disagreement_scatter(frame, "CA", "DE", pairs=pairs, title="t")

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from taser_lib.cli import main
+from taser_book.cli import main
 from taser_lib.data.formats.beir import write_prepared
 from taser_lib.data.types import Dataset, Document, Query
 from taser_lib.evaluation.records import read_per_query

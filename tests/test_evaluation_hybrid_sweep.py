@@ -1,4 +1,4 @@
-"""evaluation.hybrid_sweep: Eq. 6's dev curve per (model, seed), one alpha per model from the seed-mean curve, and the
+"""tables.hybrid_sweep: Eq. 6's dev curve per (model, seed), one alpha per model from the seed-mean curve, and the
 test runs fused at each model's alpha."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from taser_lib.data.types import Dataset, Document, Query
 from taser_lib.evaluation.baselines import choose_hybrid_alpha, score_run
-from taser_lib.evaluation.hybrid_sweep import DENSE_ALONE, alpha_sweep, best_alphas, fused_runs, seed_curves
+from taser_book.tables.hybrid_sweep import DENSE_ALONE, alpha_sweep, best_alphas, fused_runs, seed_curves
 from taser_lib.retrieval.hybrid import ALPHAS, fuse
 
 

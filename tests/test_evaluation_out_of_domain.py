@@ -1,4 +1,4 @@
-"""evaluation.out_of_domain: dense runs of seeded models over one dataset (in memory, kept, or streamed from a corpus
+"""tables.out_of_domain: dense runs of seeded models over one dataset (in memory, kept, or streamed from a corpus
 file), BM25 without touching the dataset, the passages a streamed question set needs, EntityQuestions' macro/micro."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from taser_lib.data.types import Dataset, Document, Query
 from taser_lib.evaluation.baselines import first_stage_runs
-from taser_lib.evaluation.out_of_domain import attach_passages, bm25_run, dense_runs, entity_questions_rows
-from taser_lib.evaluation.seeded import SeededModels
+from taser_book.tables.out_of_domain import attach_passages, bm25_run, dense_runs, entity_questions_rows
+from taser_book.tables.seeded import SeededModels
 from taser_lib.retrieval.runs import ranked_ids
 from taser_lib.retrieval.streamed import StreamedCorpus
 

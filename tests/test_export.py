@@ -13,7 +13,7 @@ import torch
 from safetensors import safe_open
 from sentence_transformers import SentenceTransformer
 
-from taser_lib.cli import main
+from taser_book.cli import main
 from taser_lib.models import DenseEncoder, build_model, count_parameters, default_checkpoint, load_model, \
     load_tokenizer
 from taser_lib.models.export import export_sentence_transformers

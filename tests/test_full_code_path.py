@@ -28,7 +28,7 @@ from transformers import BertConfig, BertModel
 
 from taser_lib.data.squad_open import build_squad_open
 from taser_lib.models import default_checkpoint
-from taser_lib.reproduce import find_notebooks, load_profiles, run_notebook
+from taser_book.reproduce import find_notebooks, load_profiles, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = [p for p in find_notebooks(ROOT) if p.stem != "performance"]  # the benchmark page reads results/bench

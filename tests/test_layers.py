@@ -1,10 +1,12 @@
-"""The library's layering, checked on the source: no import circles, and no module imports from a layer above its
-own. Imports inside functions (the lazy ones the CLI uses to start quickly) count as much as those at the top.
+"""The layering of the core library and of the book's machinery, checked on the source: the core (`taser_lib`)
+imports nothing from the book's package (`taser_book`), there are no import circles, and no module imports from a
+layer above its own. Imports inside functions (the lazy ones the CLI uses to start quickly) count as much as those
+at the top.
 
-The layers, lowest first, as the README lists them (taser_lib/__init__.py repeats the list):
+The layers, lowest first, as the README lists them (each package's __init__.py repeats its list):
 
-    errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training -> plots -> results
-    -> reproduce, scorecard, claims, bench -> cli
+    taser_lib:  errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training
+    taser_book: results, claims -> tables -> runs -> plots -> scorecard -> reproduce, bench -> cli
 """
 
 from __future__ import annotations
@@ -15,39 +17,50 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "taser_lib"
-README = PACKAGE.parent / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+CORE, BOOK = "taser_lib", "taser_book"
+README = REPO / "README.md"
 
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "io", "meta", "progress"),
-    ("data", "losses"),
-    ("models",),
-    ("retrieval",),
-    ("evaluation",),
-    ("training",),
-    ("plots",),
-    ("results",),
-    ("reproduce", "scorecard", "claims", "bench"),
-    ("cli",),
-)
-RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
+    CORE: (
+        ("errors", "io", "meta", "progress"),
+        ("data", "losses"),
+        ("models",),
+        ("retrieval",),
+        ("evaluation",),
+        ("training",),
+    ),
+    BOOK: (
+        ("results", "claims"),
+        ("tables",),
+        ("runs",),
+        ("plots",),
+        ("scorecard",),
+        ("reproduce", "bench"),
+        ("cli",),
+    ),
+}
+# one order for both packages: every core layer below every layer of the book's package
+RANK = {(package, name): rank
+        for rank, (package, names) in enumerate((p, n) for p in (CORE, BOOK) for n in LAYERS[p]) for name in names}
+PACKAGES = {name: REPO / name for name in (CORE, BOOK)}
 
 
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
 def imports_of(path: Path) -> set[str]:
-    """Every taser_lib module `path` imports (absolute names), at any depth of the file."""
+    """Every module of either package that `path` imports (absolute names), at any depth of the file."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("taser_lib"))
+            found.update(a.name for a in node.names if a.name.split(".")[0] in PACKAGES)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -55,13 +68,13 @@ def imports_of(path: Path) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if not target.startswith("taser_lib"):
+            if target.split(".")[0] not in PACKAGES:
                 continue
             # `from . import x` / `from .pkg import sub` may name submodules: count them when they are modules
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
-                if (PACKAGE.parent / Path(*sub.split("."))).with_suffix(".py").is_file() or \
-                        (PACKAGE.parent / Path(*sub.split(".")) / "__init__.py").is_file():
+                if (REPO / Path(*sub.split("."))).with_suffix(".py").is_file() or \
+                        (REPO / Path(*sub.split(".")) / "__init__.py").is_file():
                     found.add(sub)
                 else:
                     found.add(target)
@@ -69,31 +82,43 @@ def imports_of(path: Path) -> set[str]:
     return found
 
 
-def layer_of(module: str) -> str:
+def layer_of(module: str) -> tuple[str, str]:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""
+    return parts[0], (parts[1] if len(parts) > 1 else "")
 
 
 def graph() -> dict[str, set[str]]:
-    return {module_name(p): imports_of(p) for p in PACKAGE.rglob("*.py")}
+    return {module_name(p): imports_of(p) for root in PACKAGES.values() for p in root.rglob("*.py")}
 
 
-def test_every_top_level_module_has_a_layer():
-    tops = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+@pytest.mark.parametrize("package", [CORE, BOOK])
+def test_every_top_level_module_has_a_layer(package):
+    tops = {p.stem if p.is_file() else p.name for p in PACKAGES[package].iterdir()
             if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").is_file())}
-    assert not tops - set(RANK), f"modules with no layer in tests/test_layers.py: {sorted(tops - set(RANK))}"
+    named = {name for names in LAYERS[package] for name in names}
+    assert not tops - named, f"{package}: modules with no layer in tests/test_layers.py: {sorted(tops - named)}"
+
+
+def test_the_core_imports_nothing_from_the_books_package():
+    bad = sorted(f"{module} imports {target}" for module, targets in graph().items()
+                 if module.split(".")[0] == CORE for target in targets if target.split(".")[0] == BOOK)
+    assert not bad, "the core library depends on the book's machinery:\n" + "\n".join(bad)
+    # nor by a name in a string (importlib, mock targets)
+    mentions = sorted(str(p.relative_to(REPO)) for p in PACKAGES[CORE].rglob("*.py")
+                      if re.search(rf"\b{BOOK}\b", p.read_text(encoding="utf-8")))
+    assert not mentions, f"core files that name {BOOK}: {mentions}"
 
 
 def test_no_module_imports_from_a_layer_above_its_own():
     bad = []
     for module, targets in graph().items():
-        if module == "taser_lib":
+        if module in PACKAGES:
             continue
         for target in targets:
-            if target == "taser_lib":
-                continue
+            if target in PACKAGES:  # a package's own __init__ (its version); the core's import of taser_book is
+                continue            # the test above
             if RANK[layer_of(target)] > RANK[layer_of(module)]:
-                bad.append(f"{module} ({layer_of(module)}) imports {target} ({layer_of(target)})")
+                bad.append(f"{module} ({layer_of(module)[1]}) imports {target} ({layer_of(target)[1]})")
     assert not bad, "imports from a higher layer:\n" + "\n".join(sorted(bad))
 
 
@@ -136,7 +161,7 @@ def test_no_import_circles_between_layers():
     for module, targets in graph().items():
         for target in targets:
             a, b = layer_of(module), layer_of(target)
-            if a and b and a != b:
+            if a[1] and b[1] and a != b:
                 edges.setdefault(a, set()).add(b)
     circle = _cycle(edges)
     assert circle is None, "circle between top-level modules: " + " -> ".join(circle)
@@ -147,17 +172,23 @@ def test_cycle_finder_finds_a_circle():
     assert _cycle({"a": {"b"}, "b": {"c"}}) is None
 
 
-@pytest.mark.parametrize("source", [README, PACKAGE / "__init__.py"])
-def test_the_documented_layer_list_matches(source):
+FIRST_LAYER = {CORE: "errors", BOOK: "results"}
+
+
+@pytest.mark.parametrize("package,source", [(CORE, README), (CORE, PACKAGES[CORE] / "__init__.py"),
+                                            (BOOK, README), (BOOK, PACKAGES[BOOK] / "__init__.py")])
+def test_the_documented_layer_list_matches(package, source):
     text = source.read_text(encoding="utf-8")
-    line = next((ln for ln in text.splitlines() if "->" in ln and "data" in ln and "cli" in ln), None)
-    assert line is not None, f"{source.name} lists no layers"
-    documented = [re.findall(r"[a-z_]+", part) for part in re.split(r"->", line)]
-    documented = [[w for w in words if w in RANK] for words in documented]
+    line = next((ln for ln in text.splitlines() if "->" in ln and ln.lstrip(" `*").split(":")[-1].lstrip(" `")
+                 .startswith(FIRST_LAYER[package])), None)
+    assert line is not None, f"{source.name} lists no layers of {package}"
+    rank = {name: r for (p, name), r in RANK.items() if p == package}
+    documented = [re.findall(r"[a-z_]+", part) for part in re.split(r"->", line.split(":")[-1])]
+    documented = [[w for w in words if w in rank] for words in documented]
     documented = [words for words in documented if words]
-    ranks = [{RANK[w] for w in words} for words in documented]
+    ranks = [{rank[w] for w in words} for words in documented]
     assert all(len(r) == 1 for r in ranks), f"{source.name}: one step of its layer list mixes layers: {documented}"
     order = [r.pop() for r in ranks]
     assert order == sorted(order), f"{source.name}: its layer list is out of order: {documented}"
     named = {w for words in documented for w in words}
-    assert named == set(RANK), f"{source.name} and this test disagree on {sorted(set(RANK) ^ named)}"
+    assert named == set(rank), f"{source.name} and this test disagree on {sorted(set(rank) ^ named)}"

@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from taser_lib.plots import plot_alpha_curves, plot_cost_bars  # noqa: E402
+from taser_book.plots import plot_alpha_curves, plot_cost_bars  # noqa: E402
 
 
 def _sweep():

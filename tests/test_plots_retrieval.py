@@ -1,4 +1,4 @@
-"""taser_lib.plots.plot_metric_bars: grouped bars of a long result table, with the spread over seeds."""
+"""taser_book.plots.plot_metric_bars: grouped bars of a long result table, with the spread over seeds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from taser_lib.plots import plot_metric_bars  # noqa: E402
+from taser_book.plots import plot_metric_bars  # noqa: E402
 
 
 def _table(seeds=(1,)):

@@ -1,4 +1,4 @@
-"""taser_lib.plots.scores: score densities, margin histograms, size sweeps with seed spread, learning curves."""
+"""taser_book.plots.scores: score densities, margin histograms, size sweeps with seed spread, learning curves."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
 from taser_lib.evaluation import normalised_margins  # noqa: E402
-from taser_lib.plots import (learning_curve_table, plot_learning_curves, plot_margin_histograms,  # noqa: E402
+from taser_book.plots import (learning_curve_table, plot_learning_curves, plot_margin_histograms,  # noqa: E402
                              plot_score_densities, plot_size_sweep)
 
 

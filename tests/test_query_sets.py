@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from taser_lib.evaluation.query_sets import shared_queries, shared_query_counts
-from taser_lib.evaluation.rerank_tables import paired_tests
+from taser_book.tables.rerank_tables import paired_tests
 
 
 def _rows(model, queries, seed=None, metric="MRR@10", value=1.0):

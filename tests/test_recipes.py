@@ -1,4 +1,4 @@
-"""Profile-sized runs (`training.recipes`): a profile's parameters become one training config, so that every
+"""Profile-sized runs (`runs.recipes`): a profile's parameters become one training config, so that every
 notebook asking for a model at one profile and seed gets the same cached run; and what a run records of its cost
 (`training.usage`)."""
 
@@ -13,8 +13,8 @@ from training_helpers import one_thread  # noqa: F401  (fixture)
 
 from taser_lib.data.squad_open import build_squad_open
 from taser_lib.errors import ConfigError, FormatError
-from taser_lib.training import cache
-from taser_lib.training.recipes import (load_variants, profile_overrides, reranking_overrides, training_steps,
+from taser_book.runs import cache
+from taser_book.runs.recipes import (load_variants, profile_overrides, reranking_overrides, training_steps,
                                         variant, variant_run)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -57,7 +57,7 @@ def test_reranking_overrides_size_teacher_and_students():
 
 
 def test_the_teacher_takes_its_own_sizes(monkeypatch):
-    from taser_lib.training import recipes
+    from taser_book.runs import recipes
     calls = []
     monkeypatch.setattr(recipes, "trained_run", lambda path, seed, overrides, **kw: calls.append(overrides) or path)
     sized = {**PARAMS, "cross_encoder_model": "default", "n_queries": 500,

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from taser_lib.errors import ConfigError, FormatError
-from taser_lib.reproduce import (
+from taser_book.reproduce import (
     PROFILES_FILE, REQUIRED_KEYS, find_notebooks, load_profiles, load_result, profile_parameters, reproduce,
     run_notebook, run_order, save_result,
 )
@@ -36,14 +36,14 @@ def write_notebook(path: Path, body: str, parameters: str = 'profile = "smoke"\n
 
 
 GOOD = """import pandas as pd
-from taser_lib.reproduce import save_result
+from taser_book.reproduce import save_result
 save_result(results_dir, "numbers", pd.DataFrame({"i": range(n_queries), "square": [i * i for i in range(n_queries)]}),
             {"n_queries": n_queries})
 save_result(results_dir, "summary", {"profile": profile, "n_queries": n_queries})
 """
 # Saves a table, then fails: a partial run whose table must never replace the good one.
 PARTIAL_THEN_FAIL = """import pandas as pd
-from taser_lib.reproduce import save_result
+from taser_book.reproduce import save_result
 save_result(results_dir, "numbers", pd.DataFrame({"i": [-1], "square": [-1]}))
 raise RuntimeError("boom in the middle")
 """
@@ -71,10 +71,10 @@ def test_packaged_profiles_have_every_required_key():
 
 
 def test_profiles_file_is_package_data():
-    assert PROFILES_FILE.parent == REPO / "taser_lib"
+    assert PROFILES_FILE.parent == REPO / "taser_book"
     pyproject = (REPO / "pyproject.toml").read_text()
-    assert 'taser_lib = ["*.yaml", "training/*.yaml"]' in pyproject, \
-        "profiles.yaml and training/variants.yaml must ship in the wheel"
+    assert 'taser_book = ["*.yaml", "runs/*.yaml"]' in pyproject, \
+        "profiles.yaml and runs/variants.yaml must ship in the wheel"
 
 
 def test_parameter_override_order(tmp_path, monkeypatch):
@@ -277,7 +277,7 @@ def test_reproduce_keeps_going_and_fails_overall(tmp_path, capsys):
 # Records whether the runner asked it to retrain, and prints to stdout and (like tqdm) to stderr.
 ENV_PROBE = """import os, sys
 import pandas as pd
-from taser_lib.results import save_result
+from taser_book.results import save_result
 print("hello from the kernel", n_queries)
 sys.stderr.write("probe 50%|#####     | 1/2\\r")
 save_result(results_dir, "env", {"force": os.environ.get("TASER_FORCE_RETRAIN"), "n_queries": n_queries})
@@ -285,7 +285,7 @@ save_result(results_dir, "env", {"force": os.environ.get("TASER_FORCE_RETRAIN"),
 
 
 def test_result_records_provenance_and_goes_stale(repo, tmp_path):
-    from taser_lib.results import notebook_sha256, stale_reason
+    from taser_book.results import notebook_sha256, stale_reason
 
     results = tmp_path / "results"
     notebook = repo / "notebooks" / "tiny.ipynb"
@@ -297,18 +297,23 @@ def test_result_records_provenance_and_goes_stale(repo, tmp_path):
     assert meta["hardware"]["cpu"] and meta["hardware"]["cpu_cores"] >= 1 and meta["hardware"]["summary"]
     assert meta["notebook_source"]["path"] == "notebooks/tiny.ipynb"
     assert meta["notebook_source"]["sha256"] == notebook_sha256(notebook)
-    # the kernel imported taser_lib.reproduce (and through it taser_lib.results): both are recorded with their hash
-    for module in ("taser_lib/reproduce.py", "taser_lib/results.py", "taser_lib/__init__.py"):
+    # the kernel imported taser_book.reproduce (and through it taser_book.results): both are recorded with their hash
+    for module in ("taser_book/reproduce.py", "taser_book/results.py", "taser_lib/__init__.py"):
         assert meta["library_files"][module] == hashlib.sha256((REPO / module).read_bytes()).hexdigest()
-    assert "taser_lib/cli/train.py" not in meta["library_files"]  # never loaded by this notebook
+    assert "taser_book/cli/train.py" not in meta["library_files"]  # never loaded by this notebook
 
-    # a copy of the library beside the notebooks stands for the checkout: up to date, until a file changes
-    shutil.copytree(REPO / "taser_lib", repo / "taser_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    # a copy of both packages beside the notebooks stands for the checkout: up to date, until a file changes
+    for package in ("taser_lib", "taser_book"):
+        shutil.copytree(REPO / package, repo / package, ignore=shutil.ignore_patterns("__pycache__"))
     assert stale_reason(out, repo) is None
-    with open(repo / "taser_lib" / "results.py", "a") as f:
+    with open(repo / "taser_book" / "results.py", "a") as f:
         f.write("\n# changed\n")
-    assert stale_reason(out, repo) == "library file taser_lib/results.py changed since the result was made"
-    shutil.copy2(REPO / "taser_lib" / "results.py", repo / "taser_lib" / "results.py")
+    assert stale_reason(out, repo) == "library file taser_book/results.py changed since the result was made"
+    shutil.copy2(REPO / "taser_book" / "results.py", repo / "taser_book" / "results.py")
+    with open(repo / "taser_lib" / "__init__.py", "a") as f:   # a file of the core counts as much
+        f.write("\n# changed\n")
+    assert stale_reason(out, repo) == "library file taser_lib/__init__.py changed since the result was made"
+    shutil.copy2(REPO / "taser_lib" / "__init__.py", repo / "taser_lib" / "__init__.py")
     # re-tagging a cell or executing the notebook does not change it; editing a cell does
     nb = nbformat.read(notebook, as_version=4)
     nb.cells[1].metadata["tags"] = ["hide-input"]
@@ -436,7 +441,7 @@ def test_only_names_must_exist(tmp_path):
 # ------------------------------------------------------------------------------------------------ the book
 
 def test_book_shows_the_largest_profile_unless_told(tmp_path):
-    from taser_lib.reproduce import executed_notebook
+    from taser_book.reproduce import executed_notebook
 
     for profile in ("smoke", "cpu"):
         (tmp_path / profile / "nb").mkdir(parents=True)
@@ -447,7 +452,7 @@ def test_book_shows_the_largest_profile_unless_told(tmp_path):
 
 
 def test_cli_reports_user_errors(tmp_path, capsys):
-    from taser_lib.cli import main
+    from taser_book.cli import main
 
     assert main(["reproduce", "--profile", "nonesuch", "--root", str(tmp_path), "--no-book"]) == 2
     assert "unknown profile 'nonesuch'" in capsys.readouterr().err
@@ -456,7 +461,7 @@ def test_cli_reports_user_errors(tmp_path, capsys):
 
 
 THREADS_PROBE = """import os
-from taser_lib.results import save_result
+from taser_book.results import save_result
 save_result(results_dir, "threads", {"omp": os.environ.get("OMP_NUM_THREADS"), "mkl": os.environ.get("MKL_NUM_THREADS")})
 """
 
@@ -483,7 +488,7 @@ def test_results_are_published_only_from_committed_code(tmp_path):
     import subprocess
 
     from taser_lib.errors import ConfigError
-    from taser_lib.reproduce import code_revision, reproduce
+    from taser_book.reproduce import code_revision, reproduce
 
     def git(*args):
         subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)

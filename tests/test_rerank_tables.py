@@ -1,4 +1,4 @@
-"""Re-ranking tables over seeds (taser_lib.evaluation.rerank_tables): per-query rows, seed summaries, per-query means,
+"""Re-ranking tables over seeds (taser_book.tables.rerank_tables): per-query rows, seed summaries, per-query means,
 paired tests between chosen models, first-stage scores and full-retrieval MRR@10 by answer matching."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from taser_lib.data.types import Dataset, Document, Query
 from taser_lib.evaluation import rerank_per_query
-from taser_lib.evaluation.rerank_tables import (answer_reciprocal_ranks, first_stage_scores, paired_tests,
+from taser_book.tables.rerank_tables import (answer_reciprocal_ranks, first_stage_scores, paired_tests,
                                                 per_query_rows, query_means, retrieval_per_query, seed_summary)
 from taser_lib.training.reranking import RerankingSet
 

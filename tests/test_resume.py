@@ -25,7 +25,7 @@ STEPS = 40
 
 def taser_train(config: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}
-    return subprocess.Popen([sys.executable, "-c", "import sys; from taser_lib.cli import main; sys.exit(main())",
+    return subprocess.Popen([sys.executable, "-c", "import sys; from taser_book.cli import main; sys.exit(main())",
                              "train", "--config", str(config)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from taser_lib.cli import main
+from taser_book.cli import main
 from taser_lib.data.formats.beir import write_prepared
 from taser_lib.data.types import Dataset, Document, Query
 from taser_lib.retrieval.runs import read_run, write_run

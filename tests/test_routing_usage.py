@@ -26,7 +26,7 @@ from taser_lib.evaluation.routing import (USAGE_COLUMNS, align_experts, expert_u
                                           token_routing, top_tokens, usage_inputs, usage_summary)
 from taser_lib.models import DenseEncoder, DPRModel, TaserModel, default_checkpoint, load_tokenizer  # noqa: E402
 from taser_lib.models.params import PAPER_PARAMS_M, paper_params_key  # noqa: E402
-from taser_lib.plots import plot_expert_usage, plot_routing_entropy  # noqa: E402
+from taser_book.plots import plot_expert_usage, plot_routing_entropy  # noqa: E402
 from taser_lib.training.logs import read_log, routing_entropy_curve  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -286,7 +286,7 @@ def test_paper_params_key_names_the_table_a1_row(tiny_bert6):
 
 def test_entropy_mode_overrides_leave_the_default_runs_config_alone():
     from taser_lib.training.config import load_config
-    from taser_lib.training.recipes import entropy_mode_overrides, variant
+    from taser_book.runs.recipes import entropy_mode_overrides, variant
 
     seq = variant("seq-r-2")
     assert entropy_mode_overrides("release") == []  # the default: the variant's own run, not a second one

@@ -1,4 +1,4 @@
-"""The run cache (`taser_lib.training.cache`): a training config is trained once and its finished run reused;
+"""The run cache (`taser_book.runs.cache`): a training config is trained once and its finished run reused;
 another config, other data or another seed is another run; forcing retrains without losing the finished run;
 an interrupted run resumes from its checkpoint; concurrent callers wait on the run's lock."""
 
@@ -19,7 +19,8 @@ from training_helpers import one_thread  # noqa: F401  (fixture)
 
 from taser_lib.data.squad_open import build_squad_open
 from taser_lib.errors import ConfigError
-from taser_lib.training import cache, loop
+from taser_book.runs import cache
+from taser_lib.training import loop
 from taser_lib.training.checkpoint import checkpoint_name, list_checkpoints
 from taser_lib.training.config import config_from_dict
 
@@ -291,7 +292,7 @@ def test_runs_root_default(tmp_path, monkeypatch):
 
 
 def test_taser_train_cache_reuses_and_forces(setup, tmp_path, counter, monkeypatch, capsys):
-    from taser_lib.cli import main
+    from taser_book.cli import main
 
     monkeypatch.setenv(cache.ENV_RUNS_DIR, str(tmp_path / "runs"))
     config = write_yaml(small(setup), tmp_path / "c.yaml")

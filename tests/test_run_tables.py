@@ -1,5 +1,5 @@
-"""Rows from finished re-ranking runs (`training.run_tables`) and the train/test summaries built on them
-(`evaluation.train_test`): which step's train value, which test values, the learning-curve end points, the paired
+"""Rows from finished re-ranking runs (`runs.run_tables`) and the train/test summaries built on them
+(`tables.train_test`): which step's train value, which test values, the learning-curve end points, the paired
 comparisons and the sentence a page prints from them."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from taser_lib.errors import ConfigError
 from taser_lib.evaluation import compare_systems
 from taser_lib.evaluation.records import write_per_query
-from taser_lib.evaluation.train_test import comparison_sentence, comparison_table, curve_endpoints
-from taser_lib.training.cache import CachedRun
-from taser_lib.training.capacity import capacity_table, parse_sizes
-from taser_lib.training.run_tables import (curve_rows, per_query_rows, run_curve, run_test_per_query,
+from taser_book.tables.train_test import comparison_sentence, comparison_table, curve_endpoints
+from taser_book.runs.cache import CachedRun
+from taser_book.runs.capacity import capacity_table, parse_sizes
+from taser_book.runs.run_tables import (curve_rows, per_query_rows, run_curve, run_test_per_query,
                                            run_test_value, selected_train_value, train_test_rows)
 
 CURVE = [  # as finished.json holds it: the loop's rows, step 0 first, evaluations every 10 steps

@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from taser_lib.claims import claims_files, load_claims, load_claims_file, load_claims_files, load_papers
+from taser_book.claims import claims_files, load_claims, load_claims_file, load_claims_files, load_papers
 from taser_lib.errors import FormatError
 from taser_lib.evaluation.significance import paired_t_test, randomisation_test
-from taser_lib.results import save_result
-from taser_lib.scorecard import (ERROR, FAILS, HOLDS, NO_NOISE, NOT_RUN, PLANNED, WITHIN_NOISE, build_scorecard,
+from taser_book.results import save_result
+from taser_book.scorecard import (ERROR, FAILS, HOLDS, NO_NOISE, NOT_RUN, PLANNED, WITHIN_NOISE, build_scorecard,
                                  evaluate_claim, notebook_claims, profiles_with_results, write_scorecard_page)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -458,7 +458,7 @@ def test_a_stale_result_is_marked(directions):
 def test_a_changed_figure_function_leaves_the_verdict_current_and_any_other_library_file_does_not(directions):
     meta_path = directions / "results" / "cpu" / "nb" / "meta.json"
     meta = json.loads(meta_path.read_text())
-    meta["library_files"] = {"taser_lib/plots/retrieval.py": "0" * 64}     # a figure function changed since
+    meta["library_files"] = {"taser_book/plots/retrieval.py": "0" * 64}     # a figure function changed since
     meta_path.write_text(json.dumps(meta))
     assert not verdicts(directions)["P-params"].stale
     meta["library_files"]["taser_lib/losses.py"] = "0" * 64               # a library file that computes numbers

@@ -19,13 +19,13 @@ import zlib
 import numpy as np
 import pytest
 
-import taser_lib.cli.retrieval as cli_retrieval
+import taser_book.cli.retrieval as cli_retrieval
 import taser_lib.data.formats as formats
 import taser_lib.data.formats.dpr as dpr_format
 import taser_lib.data.registry as registry
 import taser_lib.retrieval.dense as dense
 import taser_lib.retrieval.streamed as streamed
-from taser_lib.cli import main
+from taser_book.cli import main
 from taser_lib.data.answers import AnswerMatcher
 from taser_lib.data.formats.beir import write_prepared
 from taser_lib.data.types import Dataset, Document, Query

@@ -1,7 +1,7 @@
 """Bounded-memory indexing (issue 13, section 3): a corpus streamed as (id, title, text) rows through the sharded
 encoder to an on-disk index, resumable, with peak memory bounded by the shard size rather than the corpus size.
 
-The 200k-row corpus here is GENERATED (`taser_lib.bench.memory.generated_rows`): no real corpus that large is
+The 200k-row corpus here is GENERATED (`taser_book.bench.memory.generated_rows`): no real corpus that large is
 offline. A stub encoder (seeded random vectors, no model) stands in for the model, so that the memory measured is the
 indexing pipeline's own; each measurement runs in a fresh child process.
 """
@@ -13,8 +13,8 @@ import json
 import numpy as np
 import pytest
 
-from taser_lib.bench.memory import StubEncoder, generated_rows, shard_bound_bytes, stream_peak_memory
-from taser_lib.cli import main
+from taser_book.bench.memory import StubEncoder, generated_rows, shard_bound_bytes, stream_peak_memory
+from taser_book.cli import main
 from taser_lib.data.formats import iter_corpus_file, load_corpus_file
 from taser_lib.data.types import Document
 from taser_lib.retrieval.dense import (DenseIndex, ShardedEmbeddings, ids_digest, encode_corpus_to_shards,

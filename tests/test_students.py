@@ -1,4 +1,4 @@
-"""Student sizes and testbeds of the DE re-ranking runs (taser_lib.training.students)."""
+"""Student sizes and testbeds of the DE re-ranking runs (taser_book.runs.students)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from taser_lib.errors import ConfigError, TaserError
 from taser_lib.training.config import load_config
-from taser_lib.training.cache import resolve_config
-from taser_lib.training.students import hub_name, parse_size, size_overrides
-from taser_lib.training.students import testbed_overrides as overrides_for_testbed
+from taser_book.runs.cache import resolve_config
+from taser_book.runs.students import hub_name, parse_size, size_overrides
+from taser_book.runs.students import testbed_overrides as overrides_for_testbed
 
 
 def test_parse_size_reads_layers_and_embedding_size():
@@ -34,7 +34,7 @@ def test_truncate_keeps_layers_and_projects_the_embedding():
 
 def test_students_and_the_capacity_pages_read_a_size_alike():
     """de_distillation's small students and de_capacity's DEs of one size are the same runs (same overrides)."""
-    from taser_lib.training import capacity
+    from taser_book.runs import capacity
     shape = capacity.checkpoint_shape("default")
     for size in ["2-64", "2-384", "6-128", "6-384", "4-256"]:
         assert size_overrides(size) == capacity.size_overrides(capacity.parse_size(size), "distill", shape), size

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from taser_lib.plots.testbed import plot_probe_gap
-from taser_lib.results import save_result
-from taser_lib.scorecard import notebook_preconditions
-from taser_lib.training.testbed import (ProbePoint, probe_display, probe_gaps, probe_points, probe_training,
+from taser_book.plots.testbed import plot_probe_gap
+from taser_book.results import save_result
+from taser_book.scorecard import notebook_preconditions
+from taser_book.runs.testbed import (ProbePoint, probe_display, probe_gaps, probe_points, probe_training,
                                         reinitialised_checkpoint, setting_label)
 
 

@@ -230,6 +230,17 @@ def test_train_distill_curves_and_selection(tiny_bert_dir, tmp_path):
 
 # --- the config kinds -------------------------------------------------------------------------------------------
 
+def test_the_kinds_table_names_each_kind_and_the_module_that_registers_it():
+    from taser_lib.training.config import KIND_MODULES, get_kind
+
+    kinds = discover_kinds()
+    assert set(kinds) == set(KIND_MODULES) == {"retriever", "cross-encoder", "distill"}
+    for name, module in KIND_MODULES.items():
+        assert get_kind(name).run.__module__ == f"taser_lib.training.{module}"
+    with pytest.raises(ConfigError, match="known: cross-encoder, distill, retriever"):
+        get_kind("colbert")
+
+
 def test_example_configs_load(tmp_path):
     kinds = discover_kinds()
     assert kinds["cross-encoder"].config_class is CrossEncoderRunConfig

@@ -1,4 +1,4 @@
-"""training.footprint: measured usage of finished runs as a table; training-state bytes from a model (checked
+"""runs.footprint: measured usage of finished runs as a table; training-state bytes from a model (checked
 against a real AdamW); ring all-reduce bytes; the BERT-base shapes of Table A3."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from taser_lib.models import PAPER_PARAMS_M, build_model, count_parameters
-from taser_lib.training.footprint import (USAGE_METRICS, allreduce_bytes, bert_base_models, state_table,
+from taser_book.runs.footprint import (USAGE_METRICS, allreduce_bytes, bert_base_models, state_table,
                                           training_state_bytes, usage_table)
 
 from training_helpers import make_tiny_bert, one_thread  # noqa: F401 - fixture

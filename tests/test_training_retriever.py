@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from training_helpers import make_tiny_bert, tiny_config, write_passages_tsv, write_squad_sample, write_yaml
 from training_helpers import one_thread  # noqa: F401  (fixture)
 
-from taser_lib.cli import main as cli_main
+from taser_book.cli import main as cli_main
 from taser_lib.data.answers import has_answer
 from taser_lib.data.squad_open import build_squad_open, write_squad_open
 from taser_lib.data.training_examples import TrainingExample

@@ -1,5 +1,5 @@
 """Scores of saved re-rankers on re-ranking sets (cached), the query x passage grid of Proposition 1, and the
-training stages of Figure 7 (`taser_lib.training.scoring`)."""
+training stages of Figure 7 (`taser_book.runs.scoring`)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from training_helpers import make_tiny_bert, one_thread  # noqa: F401  (one_thre
 from taser_lib.data.types import Document, Query
 from taser_lib.errors import ConfigError
 from taser_lib.models import build_model, load_model, load_tokenizer
-from taser_lib.training import scoring
+from taser_book.runs import scoring
 from taser_lib.training.config import ModelConfig
 from taser_lib.training.cross_encoder import score_and_cache_teacher, score_pairs
 from taser_lib.training.reranking import RerankingSet, passage_text
 from taser_lib.training.retriever import build_retriever
-from taser_lib.training.scoring import (early_steps, grid_matrix, grid_set, saved_model_scores, scoring_settings,
+from taser_book.runs.scoring import (early_steps, grid_matrix, grid_set, saved_model_scores, scoring_settings,
                                         stage_checkpoint, stage_overrides, stage_runs, stage_scores)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -233,7 +233,7 @@ def test_stage_runs_train_init_and_early_with_the_final_runs_recipe(monkeypatch)
         calls.append((name, seed, teacher, list(overrides)))
         return SimpleNamespace(name=f"{name}:{overrides[1]}")
 
-    monkeypatch.setattr("taser_lib.training.recipes.reranking_run", fake)
+    monkeypatch.setattr("taser_book.runs.recipes.reranking_run", fake)
     final, teacher = _run("distill", final_step=40), object()
     runs = stage_runs("de-one-hot", 14, {"n_train": 160}, final, early_fraction=0.1, teacher=teacher,
                       overrides=["data.dataset=wikiqa"])

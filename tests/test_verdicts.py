@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from taser_lib.claims import load_claims, load_claims_files
+from taser_book.claims import load_claims, load_claims_files
 from taser_lib.errors import FormatError
 from taser_lib.evaluation import hypothesis
-from taser_lib.scorecard import (FAILS, HOLDS, NOT_TESTABLE, WITHIN_NOISE, build_scorecard, evaluate_claim,
+from taser_book.scorecard import (FAILS, HOLDS, NOT_TESTABLE, WITHIN_NOISE, build_scorecard, evaluate_claim,
                                  write_scorecard_page)
 from test_scorecard import make_repo, publish
 
@@ -356,7 +356,7 @@ def test_the_claims_files_preconditions_are_declared_and_measured():
 def test_a_change_to_the_judging_modules_makes_no_result_stale(tmp_path):
     import json
 
-    from taser_lib.scorecard import stale_reason
+    from taser_book.scorecard import stale_reason
 
     root = make_repo(tmp_path, {"nb": PAIRED}, notebooks=("nb",))
     paired_tables(root, np.arange(5.0), np.arange(5.0))
@@ -365,7 +365,7 @@ def test_a_change_to_the_judging_modules_makes_no_result_stale(tmp_path):
         (root / "taser_lib" / name).write_text("# now\n")
     folder = root / "results" / "cpu" / "nb"
     meta = json.loads((folder / "meta.json").read_text())
-    meta["library_files"] = {"taser_lib/claims.py": "0" * 64, "taser_lib/scorecard.py": "0" * 64}
+    meta["library_files"] = {"taser_book/claims.py": "0" * 64, "taser_book/scorecard.py": "0" * 64}
     (folder / "meta.json").write_text(json.dumps(meta))
     assert stale_reason(folder, root) is None
     meta["library_files"]["taser_lib/losses.py"] = "0" * 64
@@ -376,7 +376,7 @@ def test_a_change_to_the_judging_modules_makes_no_result_stale(tmp_path):
 def test_the_book_page_opens_with_the_verdicts_judged_now(tmp_path):
     import nbformat
 
-    from taser_lib.reproduce import book_notebook
+    from taser_book.reproduce import book_notebook
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# A page\n\nText."),

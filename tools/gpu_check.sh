@@ -40,13 +40,13 @@ $PY -c 'import torch, transformers; print("torch", torch.__version__, "transform
   "gpu", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")'
 say "profile $PROFILE: $PAGES"
 status=0
-$PY -m taser_lib.cli reproduce --profile "$PROFILE" --only $PAGES --results "$RESULTS" --no-book --allow-dirty --jobs "${GPU_CHECK_JOBS:-2}" \
+$PY -m taser_book.cli reproduce --profile "$PROFILE" --only $PAGES --results "$RESULTS" --no-book --allow-dirty --jobs "${GPU_CHECK_JOBS:-2}" \
   || status=$?
 say "pages done (status $status)"
 bench_out="$RESULTS/bench-$PROFILE"
 quick=()
 if [ "${GPU_CHECK_BENCH:-full}" = quick ]; then quick=(--quick); fi
-$PY -m taser_lib.cli bench "${quick[@]}" --only encoding --device "$DEVICE" --out "$bench_out" --no-progress \
+$PY -m taser_book.cli bench "${quick[@]}" --only encoding --device "$DEVICE" --out "$bench_out" --no-progress \
   || status=$?
 say "bench done (status $status)"
 names=()

@@ -89,7 +89,7 @@ def record_routing(encoder_or_model) -> Iterator[list[RoutingRecord]]:
                                   "sample their choice with Gumbel noise")
             choice = output.detach().float().argmax(-1)
             side = SIDES[layer.kind]
-            if layer.config.routing == "sequence":
+            if layer.strategy.unit == "sequence":
                 records.append(RoutingRecord(index, side, "sequence", choice.cpu().numpy()))
                 return
             real = (layer.token_mask.bool() if layer.token_mask is not None

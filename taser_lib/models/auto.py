@@ -29,6 +29,7 @@ from ..errors import ConfigError
 from .colbert import ColbertConfig, ColbertModel
 from .cross_encoder import CrossEncoderConfig, CrossEncoderModel
 from .dpr import DPRConfig, DPRModel
+from .routing import routing_strategy
 from .taser import TaserConfig, TaserModel
 
 ARCHS = ("dpr", "taser", "shared", "colbert", "cross-encoder")
@@ -158,7 +159,7 @@ def _num_experts_default(config_class: type, fields: dict[str, Any]) -> dict[str
     """from_bert's default for num_experts (1 for shared routing, else 2), for validation."""
     if "num_experts" in fields or not hasattr(config_class, "num_experts"):
         return {}
-    return {"num_experts": 1 if fields.get("routing", config_class.routing) == "shared" else 2}
+    return {"num_experts": routing_strategy(fields.get("routing", config_class.routing)).default_experts}
 
 
 def build_model(arch: str, name_or_path: str | Path = "default", *, allow_pickle: bool = False, **overrides):

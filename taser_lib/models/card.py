@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from ..io import atomic_write_text
+from .routing import ROUTING_LABELS
 from .weights import DEFAULT, DEFAULT_DESCRIPTION
 
 CARD_FILE = "README.md"
@@ -137,8 +138,8 @@ def _arch(config: dict[str, Any]) -> tuple[str, str]:
         return "DPR", "two separately parameterised BERT towers: one for questions, one for passages (DPR)"
     if kind in ("taser", "taser-colbert"):
         routing = config.get("routing", "shared")
-        name = {"deterministic": "TASER (Det-R)", "sequence": "TASER (Seq-R)", "token": "TASER (Tok-R)",
-                "shared": "TASER_Shared"}.get(routing, "TASER")
+        label = ROUTING_LABELS.get(routing)
+        name = "TASER" if label is None else label if routing == "shared" else f"TASER ({label})"
         if kind == "taser-colbert":
             return f"ColBERT on {name}", "late interaction: token vectors of one encoder scored by MaxSim"
         return name, ("one BERT encoder whose blocks alternate between shared and specialized (TASER, Cheng et "

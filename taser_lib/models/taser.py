@@ -41,9 +41,8 @@ from .common import (PASSAGE_FORMATS, POOLINGS, BiEncoderMixin, Kind, checkpoint
                      checkpoint_pooling, described, init_projection, mlm_head_field, normalize_field,
                      passage_format_field, pooling_field, projection_dim_field, similarity_scale_field)
 from .mlm_head import MaskedLMHead, init_head
+from .routing import ROUTINGS, Routing, routing_strategy
 from .weights import load_bert
-
-ROUTINGS = ("deterministic", "sequence", "token", "shared")
 
 
 class TaserConfig(BertConfig):
@@ -75,13 +74,7 @@ class TaserConfig(BertConfig):
             raise ConfigError(f"shared_blocks (T) must be >= 1, got {self.shared_blocks}")
         if self.num_experts < 1:
             raise ConfigError(f"num_experts (I) must be >= 1, got {self.num_experts}")
-        if self.routing not in ROUTINGS:
-            raise ConfigError(f"routing must be one of {ROUTINGS}, got {self.routing!r}")
-        if self.routing == "deterministic" and self.num_experts != 2:
-            raise ConfigError(f"deterministic routing (Det-R) needs exactly 2 experts (Q-FFN, P-FFN), "
-                              f"got num_experts={self.num_experts}")
-        if self.routing == "shared" and self.num_experts != 1:
-            raise ConfigError(f"shared routing (TASER_Shared) has 1 expert, got num_experts={self.num_experts}")
+        self.strategy.check(self.num_experts)  # an unknown name, or Det-R / shared with another number of experts
         if self.pooling not in POOLINGS:
             raise ConfigError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.entropy_mode not in ENTROPY_MODES:
@@ -90,6 +83,11 @@ class TaserConfig(BertConfig):
             raise ConfigError(f"passage_format must be one of {PASSAGE_FORMATS}, got {self.passage_format!r}")
         if self.projection_dim is not None and self.projection_dim < 1:
             raise ConfigError(f"projection_dim must be >= 1 (or null: no projection), got {self.projection_dim}")
+
+    @property
+    def strategy(self) -> Routing:
+        """The routing scheme `routing` names (`models.routing`)."""
+        return routing_strategy(self.routing)
 
     @property
     def specialized_layers(self) -> list[int]:
@@ -118,15 +116,15 @@ class TaserLayer(GradientCheckpointingLayer):
         self.attention = BertAttention(config, layer_idx=layer_idx)
         self.experts = nn.ModuleList(ExpertFFN(config) for _ in range(config.num_experts))
         # A in R^{d x I}, c in R^I of Eq. 3; only learned routing has parameters.
-        self.router = (nn.Linear(config.hidden_size, config.num_experts)
-                       if config.routing in ("sequence", "token") else None)
+        self.strategy = config.strategy
+        self.router = nn.Linear(config.hidden_size, config.num_experts) if self.strategy.learned else None
         # Set by TaserModel._routing for one forward call.
         self.kind: Kind | None = None
         self.token_mask: torch.Tensor | None = None
         self.entropy: torch.Tensor | None = None
         self.stats: tuple[torch.Tensor, torch.Tensor] | None = None  # (per-unit, batch-average) entropy, detached
 
-    def _regularize(self, logits: torch.Tensor) -> None:
+    def regularize(self, logits: torch.Tensor) -> None:
         """The entropy term of this call's routing logits (`[units, I]`) under the config's entropy_mode, and the
         two entropies for logging."""
         self.entropy = routing_entropy_term(logits, self.config.entropy_mode)
@@ -136,27 +134,9 @@ class TaserLayer(GradientCheckpointingLayer):
     def forward(self, hidden_states, attention_mask=None, encoder_hidden_states=None,
                 encoder_attention_mask=None, cache=None, **kwargs) -> torch.Tensor:
         h, _ = self.attention(hidden_states, attention_mask, cache=cache, **kwargs)
-        routing = self.config.routing
-        if routing == "shared":
-            return self.experts[0](h)
-        if routing == "deterministic":
-            if self.kind not in ("query", "passage"):
-                raise ValueError("deterministic routing needs to know whether the batch holds questions or "
-                                 "passages: call encode_query / encode_passage, not the BERT forward")
-            return self.experts[0 if self.kind == "query" else 1](h)
-        if routing == "sequence":
-            logits = self.router(h[:, 0])  # u = FFN input of [CLS]
-            self._regularize(logits)
-            return self._dispatch(h, logits)
-        # token routing: each token on its own; entropy over real (non-padding) tokens only
-        logits = self.router(h)
-        real = self.token_mask.bool() if self.token_mask is not None else torch.ones(h.shape[:2], dtype=torch.bool,
-                                                                                       device=h.device)
-        self._regularize(logits[real])
-        flat = self._dispatch(h.reshape(-1, 1, h.shape[-1]), logits.reshape(-1, logits.shape[-1]))
-        return flat.reshape(h.shape)
+        return self.strategy.route(self, h)
 
-    def _dispatch(self, h: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    def dispatch(self, h: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         """Run each routed unit (row of `h`) through its chosen expert only, never every expert."""
         if self.training:
             # Eq. 3 with the straight-through estimator: forward value one-hot, gradient of the soft sample.
@@ -245,7 +225,7 @@ class TaserModel(BiEncoderMixin, BertModel):
         own = checkpoint_pooling(path)
         config_class = cls.config_class
         routing = config_fields.get("routing", config_class.routing)
-        config_fields.setdefault("num_experts", 1 if routing == "shared" else 2)
+        config_fields.setdefault("num_experts", routing_strategy(routing).default_experts)
         config = config_class(**{
             **bert.config.to_dict(),
             "model_type": config_class.model_type,

@@ -7,7 +7,7 @@
 - Supervision per query: one-hot losses get one positive and K-1 negatives sampled from its candidates (the
   paper's DE baseline); distillation losses get the K candidates the teacher scores highest, positives always kept
   (the paper keeps the top 20; Table 6 varies K over 2, 10, 20, 100).
-- Losses (taser_lib.losses): ``one_hot`` softmax CE with label smoothing (Eq. 1, Table 8), ``focal`` (Table 9),
+- Losses (objects of `training.rerank_losses`, over the equations of taser_lib.losses): ``one_hot`` softmax CE with label smoothing (Eq. 1, Table 8), ``focal`` (Table 9),
   ``mse`` (logit matching), ``margin_mse`` (Eq. 3, multi-positive form), ``m3se`` (Eq. 4), ``softmax_ce`` and
   ``kl`` against the teacher's softmax with temperature tau (Eq. 1), ``rankdistil_b`` (§4.3).
 - Extra negatives (Appendix C.12, Table 12): in-batch (every other candidate of the batch that is not one of the
@@ -41,23 +41,21 @@ from ..data.answers import AnswerMatcher
 from ..errors import ConfigError
 from ..evaluation.records import per_query_path
 from ..evaluation.reranking import record_test_metrics, rerank_metrics, rerank_per_query
-from ..losses import (focal_loss, input_token_dropout, joint_loss, kl_distill, m3se, margin_mse, mlm_mask, mse,
-                      rankdistil_b, softmax_ce, softmax_ce_distill)
+from ..losses import input_token_dropout, joint_loss, mlm_mask
 from ..models import (CrossEncoderModel, DenseEncoder, TokenReps, default_device, load_model, load_tokenizer,
                       quiet_loading)
 from .config import ModelConfig, _help, register_kind
 from .cross_encoder import TeacherScores, check_select_metric, score_and_cache_teacher
 from . import msmarco  # noqa: F401  (registers the msmarco-passage testbed)
 from .loop import LoopConfig, TrainResult, run_training, unwrap_model
+from .rerank_losses import RERANK_LOSSES, RerankLoss, rerank_loss
 from .reranking import (CANDIDATE_CAPPED, GroupBatches, RerankingDataConfig, RerankingSet, sample_group,
                         teacher_top_group)
 from .retriever import build_retriever
 
 logger = logging.getLogger(__name__)
 
-LOSSES = ("one_hot", "focal", "mse", "margin_mse", "m3se", "softmax_ce", "kl", "rankdistil_b")
-ONE_HOT_LOSSES = ("one_hot", "focal")
-_NO_MASS = 100.0  # extras for softmax_ce / kl sit this many temperatures below the lowest teacher score
+LOSSES = tuple(RERANK_LOSSES)  # the names a config's `training.loss` takes
 # The paper's student has tied towers; the offline default is a cosine model, whose scores need a scale (20, as
 # sentence-transformers' in-batch loss) for softmax losses to train.
 STUDENT = ModelConfig(arch="shared", overrides={"similarity_scale": 20.0})
@@ -95,8 +93,7 @@ class DistillTraining:
     eval_batch_size: int = _help("texts per batch when encoding", default=64)
 
     def __post_init__(self):
-        if self.loss not in LOSSES:
-            raise ConfigError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        self.objective  # noqa: B018  (an unknown loss name is a ConfigError here, naming the known ones)
         if self.group_size < 2:
             raise ConfigError(f"group_size must be at least 2 (a positive and a negative), got {self.group_size}")
         if not self.tau > 0:
@@ -113,8 +110,14 @@ class DistillTraining:
             raise ConfigError(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
 
     @property
+    def objective(self) -> RerankLoss:
+        """The loss object `loss` names, with this config's settings for it (tau, label smoothing, ...)."""
+        return rerank_loss(self.loss, tau=self.tau, tau_squared=self.tau_squared,
+                           label_smoothing=self.label_smoothing, focal_gamma=self.focal_gamma, gamma0=self.gamma0)
+
+    @property
     def needs_teacher(self) -> bool:
-        return self.loss not in ONE_HOT_LOSSES
+        return self.objective.needs_teacher
 
 
 # --- batches -------------------------------------------------------------------------------------------------------
@@ -201,30 +204,12 @@ def dual_encoder_batches(rset: RerankingSet, encoder: DenseEncoder, training: Di
 
 def query_loss(s: torch.Tensor, t: torch.Tensor, positives: torch.Tensor, training: DistillTraining) -> torch.Tensor:
     """The configured loss of one query's scores (shape [1, K']): one-hot losses take column 0 as the positive."""
-    name = training.loss
-    if name in ONE_HOT_LOSSES:
-        target = torch.zeros(1, dtype=torch.long, device=s.device)
-        if name == "one_hot":
-            return softmax_ce(s, target, alpha=training.label_smoothing)
-        return focal_loss(s, target, gamma=training.focal_gamma)
-    if name == "mse":
-        return mse(s, t)
-    if name == "margin_mse":
-        return margin_mse(s, t, positives)
-    if name == "m3se":
-        return m3se(s, t, positives)
-    if name == "softmax_ce":
-        return softmax_ce_distill(s, t, tau=training.tau, tau_squared=training.tau_squared)
-    if name == "kl":
-        return kl_distill(s, t, tau=training.tau, tau_squared=training.tau_squared)
-    return rankdistil_b(s, t, positives, gamma0=training.gamma0)
+    return training.objective(s, t, positives)
 
 
 def extra_teacher_score(t: torch.Tensor, training: DistillTraining) -> torch.Tensor:
     """The stand-in teacher score of an extra negative (see the module docstring)."""
-    if training.loss in ("softmax_ce", "kl"):
-        return t.min() - _NO_MASS * training.tau
-    return t.min()
+    return training.objective.extra_teacher_score(t)
 
 
 def set_embedding_dropout(model: torch.nn.Module, rate: float) -> None:
@@ -256,6 +241,8 @@ def dual_encoder_loss(training: DistillTraining, tokenizer):
     Both draw from torch's RNG, which checkpoints keep."""
     special_ids = tokenizer.all_special_ids
 
+    objective = training.objective
+
     def loss_fn(model, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
         query, passage = batch["query"], batch["passage"]
         masked = {}
@@ -274,9 +261,9 @@ def dual_encoder_loss(training: DistillTraining, tokenizer):
             own, extra = batch["own"][i], batch["extra"][i].nonzero().flatten()
             s = sim[i, torch.cat([own, extra])][None]
             t = batch["teacher"][i]
-            t = torch.cat([t, extra_teacher_score(t, training).expand(len(extra))])[None]
+            t = torch.cat([t, objective.extra_teacher_score(t).expand(len(extra))])[None]
             pos = torch.cat([batch["positives"][i], torch.zeros(len(extra), dtype=torch.bool, device=s.device)])
-            losses.append(query_loss(s, t, pos[None], training))
+            losses.append(objective(s, t, pos[None]))
             top1 += float(batch["positives"][i][sim[i, own].argmax()])
         loss = joint_loss(torch.stack(losses).mean(), out.entropy, core.entropy_weight)  # + beta L_ent (Eq. 5)
         logged = {"top1": top1 / sim.shape[0]}

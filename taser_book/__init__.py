@@ -1,0 +1,14 @@
+"""taser_book: the machinery of this repository's book, kept apart from the library it uses.
+
+`taser_lib` is the reusable core (models and routing, losses, data, retrieval, evaluation, training) and imports
+nothing from here. This package runs the book: profiles and run recipes, the run cache, capacity and student sizing,
+result files and their provenance, the papers' tables and claims, the scorecard, the figures, `taser reproduce`,
+the benchmarks and the `taser` command line.
+
+Layers (each imports only from its own, those before it, and taser_lib; tests/test_layers.py checks it):
+results, claims -> tables -> runs -> plots -> scorecard -> reproduce, bench -> cli
+"""
+
+from taser_lib import __version__
+
+__all__ = ["__version__"]

@@ -1,0 +1,132 @@
+"""The benchmark records of `taser bench` as the performance page shows them: tables and summary lines.
+
+    >>> from taser_book.bench.report import find_results, summary_table, spread_table
+    >>> results, source = find_results(["../results/bench", "../results/bench-quick"])
+    >>> summary_table(results)        # benchmark, metric, measured, target, met
+    >>> spread_table(results)         # median, quartiles and extremes of the targeted ratios
+
+Every function takes the records `load_results` returns (one dict per benchmark, see `taser_book.bench`) and reads
+only them: the page runs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import load_results, summary_rows
+
+# benchmark -> the targeted quantities whose spread over rounds the page shows: (label, path into "measured")
+SPREADS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
+    "encoding": [("speed-up over sentence-transformers", ("speedup",)),
+                 ("our fp32 over sentence-transformers", ("fp32_speedup",)),
+                 ("bf16 over our fp32", ("bf16_over_fp32",)),
+                 ("fused CPU linears over stock kernels", ("fused_over_stock",))],
+    "hardware": [("fraction of matmul peak, length 256, per round", ("fraction_per_round", "full")),
+                 ("fraction of matmul peak, SQuAD-open, per round", ("fraction_per_round", "real"))],
+    "routing": [("TASER / BERT forward", ("ratio_to_bert", "taser")),
+                ("every-expert / BERT forward", ("ratio_to_bert", "every_expert"))],
+    "training": [("TASER / DPR step time", ("step_time_ratio_to_dpr", "TASER")),
+                 ("TASER_Shared / DPR step time", ("step_time_ratio_to_dpr", "TASER_Shared")),
+                 *[(f"{name} bf16 step speed-up over fp32", ("bf16_speedup", name))
+                   for name in ("DPR", "TASER", "TASER_Shared")]],
+    "matching": [("speed-up over reference", ("speedup",))],
+}
+SPREAD_KEYS = ("median", "q1", "q3", "min", "max", "n")
+
+
+def find_results(folders: Sequence[str | os.PathLike]) -> tuple[list[dict[str, Any]], str | None]:
+    """The records of the first folder that holds any, and that folder (None, [] when none does)."""
+    for folder in folders:
+        results = load_results(folder) if Path(folder).is_dir() else []
+        if results:
+            return results, str(folder)
+    return [], None
+
+
+def by_name(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["benchmark"]: r for r in results}
+
+
+def describe_source(results: Sequence[dict[str, Any]], source: str | None) -> list[str]:
+    """Where the records come from: folder, device, git revision and time; says so when there are none."""
+    if not results:
+        return ["No benchmark results: run `taser bench` (or `taser bench --quick` for a smoke run), then rebuild "
+                "the book."]
+    quick = any(r.get("quick") for r in results)
+    meta = results[0]["meta"]
+    device = meta["device"]
+    lines = [f"results: {source}" + ("  (QUICK: smoke-sized runs; these are not measurements)" if quick else "")]
+    lines.append(f"device: {device['name']} ({device.get('cores', '?')} cores)" if device.get("type") == "cpu"
+                 else f"device: {device['name']}")
+    lines.append(f"git revision: {meta.get('git_revision')}, run at {meta.get('time_utc')}")
+    return lines
+
+
+def summary_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """One row per measured quantity: benchmark, metric, measured (value and unit), target, met ("yes", "NO", "")."""
+    table = pd.DataFrame(summary_rows(results), columns=["benchmark", "metric", "value", "unit", "target", "met"])
+    measured = [f"{v:.4g} {u}".rstrip() for v, u in zip(table["value"], table["unit"])]
+    met = [("" if m is None or m != m else ("yes" if m else "NO")) for m in table["met"]]  # m != m: NaN
+    return pd.DataFrame({"benchmark": table["benchmark"], "metric": table["metric"], "measured": measured,
+                         "target": table["target"], "met": met})
+
+
+def _walk(record: dict[str, Any], path: Sequence[str]) -> Any:
+    value: Any = record.get("measured")
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def spread_table(results: Iterable[dict[str, Any]],
+                 spreads: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None) -> pd.DataFrame:
+    """benchmark, quantity, median, q1, q3, min, max, n of every quantity in `spreads` (default SPREADS) that the
+    records hold (one a benchmark does not measure, e.g. stock kernels on a GPU, is left out)."""
+    found = by_name(results)
+    rows = []
+    for name, quantities in (SPREADS if spreads is None else spreads).items():
+        if name not in found:
+            continue
+        for label, path in quantities:
+            value = _walk(found[name], path)
+            if not isinstance(value, dict):
+                continue
+            rows.append({"benchmark": name, "quantity": label, **{k: value.get(k) for k in SPREAD_KEYS}})
+    return pd.DataFrame(rows, columns=["benchmark", "quantity", *SPREAD_KEYS])
+
+
+def conditions_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Wall time of each benchmark, the load averages before and after it, and its sizes."""
+    return pd.DataFrame([{"benchmark": r["benchmark"], "wall s": r["meta"].get("wall_seconds"),
+                          "load before": r["meta"].get("load_average_before"),
+                          "load after": r["meta"].get("load_average_after"), "sizes": r.get("sizes")}
+                         for r in results], columns=["benchmark", "wall s", "load before", "load after", "sizes"])
+
+
+def implied_21m_lines(results: Iterable[dict[str, Any]]) -> list[str]:
+    """What the scaling benchmark implies for DPR's 21M Wikipedia passages, as printed lines ([] without it)."""
+    scaling = by_name(results).get("scaling")
+    if scaling is None:
+        return []
+    implied = scaling["measured"]["implied_21m"]
+    lines = [
+        f"DPR's Wikipedia, {implied['passages']:,} passages:",
+        f"  encode on this CPU:        {implied['encode_hours_cpu']:10,.1f} h   "
+        f"(BERT-base, x{implied['bert_base_flop_factor']:.1f} FLOPs: {implied['encode_hours_cpu_bert_base']:,.0f} h)",
+        f"  encode on one GPU:         {implied['encode_hours_gpu']:10,.2f} h   "
+        f"(BERT-base: {implied['encode_hours_gpu_bert_base']:,.1f} h); {implied['gpu_basis']}",
+        f"  flat search, per query:    {implied['flat_search_seconds_per_query'] * 1e3:10,.1f} ms",
+        f"  flat fp32 index:           {implied['index_bytes_fp32'] / 2 ** 30:10,.1f} GiB",
+    ]
+    memory = scaling["measured"].get("memory")
+    if memory:
+        lines.append(f"  indexing peak RAM growth, streamed (shards of {memory['shard_size']:,}): "
+                     f"{max(memory['stream_peak_mib']):,.0f} MiB at most up to {memory['sizes'][-1]:,} generated "
+                     f"passages (bound {memory['bound_mib']:,.0f} MiB); loaded whole first: "
+                     f"{memory['load_peak_mib'][-1]:,.0f} MiB")
+    return lines + [f"note: {note}" for note in scaling.get("notes", [])]

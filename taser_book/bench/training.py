@@ -1,0 +1,187 @@
+"""Benchmark 4: one training step of DPR, TASER (Det-R) and TASER_Shared on the same batch.
+
+The batch is the library's own: SQuAD-open training questions, each with its positive and one BM25 hard negative
+(`training.retriever.add_bm25_negatives`), tokenised by `RetrieverCollator` at the trainer's default lengths, scored
+with in-batch negatives by `retriever_loss` (L_sim, TASER Eq. 2), optimised by AdamW over the trainer's parameter
+groups. A step is the trainer's: zero_grad, forward (under bf16 autocast at the trainer's default precision,
+`auto`: bf16 on CUDA and on CPUs with native bf16; master weights fp32), backward, gradient clipping, optimizer.step.
+Reported: step time (round-robin over the three models), the peak tensor memory of training (parameters and Adam
+state, plus a step's peak: activations and the gradients it creates), and the bytes of parameters + gradients +
+Adam state held between steps. Every model also steps at fp32 and at bf16 explicitly, in the same round-robin: the
+bf16 speed-up per model, and the ops of a bf16 step that still compute in float32 (`float32_ops`, recorded with a
+dispatch mode: autocast's float32 list, the optimizer, and what follows from them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from taser_lib.models import build_model, count_parameters, default_checkpoint, load_tokenizer
+from taser_lib.models.common import checkpoint_passage_format
+from taser_lib.models.precision import autocast
+from taser_lib.training.config import RetrieverDataConfig
+from taser_lib.training.loop import LoopConfig, parameter_groups, to_device
+from taser_lib.training.retriever import RetrieverCollator, add_bm25_negatives, retriever_loss
+from . import inputs
+from .core import BenchConfig, PeakMemory, interleaved, paired_ratio, row, spread
+
+NAME = "training"
+TITLE = "Training step: DPR vs TASER vs TASER_Shared"
+ARCHS = {"DPR": "dpr", "TASER": "taser", "TASER_Shared": "shared"}
+TARGET_TIME_RATIO = 1.0
+TARGET_BYTES_RATIO = 0.6
+TARGET_BF16_SPEEDUP = 1.5  # issue 13: a CPU training step in bf16 at least 1.5x faster than in fp32
+PRECISIONS = ("fp32", "bf16")
+MIB = 2 ** 20
+
+
+def training_batch(cfg: BenchConfig, questions: int) -> tuple[dict[str, Any], dict[str, int]]:
+    """(collated batch on the device, its shapes): `questions` seeded SQuAD-open training questions with their
+    first positive and their top BM25 hard negative."""
+    squad = inputs.squad(cfg)
+    examples = squad.training_examples("train")
+    rng = np.random.default_rng(cfg.seed)
+    sample = [examples[i] for i in rng.choice(len(examples), min(len(examples), 4 * questions), replace=False)]
+    mined = add_bm25_negatives(sample, squad.corpus, n=1, progress=cfg.progress)
+    chosen = [e for e in mined if e.hard_negatives][:questions]
+    if len(chosen) < questions:
+        raise RuntimeError(f"only {len(chosen)} of {len(mined)} sampled questions got a BM25 hard negative")
+    data = RetrieverDataConfig()
+    # the models are built from the default checkpoint and read passages in its own convention, as in training
+    collator = RetrieverCollator(load_tokenizer("default"), data.max_query_length, data.max_passage_length,
+                                 passage_format=checkpoint_passage_format(default_checkpoint()) or "pair")
+    batch = collator([(e.query.text, [e.positives[0], e.hard_negatives[0]]) for e in chosen])
+    shapes = {"questions": questions, "passages": 2 * questions,
+              "query_length": int(batch["query"]["input_ids"].shape[1]),
+              "passage_length": int(batch["passage"]["input_ids"].shape[1])}
+    return to_device(batch, cfg.torch_device), shapes
+
+
+def state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, int]:
+    """Bytes of parameters, of their gradients and of the optimizer's state tensors (Adam: two moments)."""
+    def size(t: torch.Tensor) -> int:
+        return t.numel() * t.element_size()
+
+    params = sum(size(p) for p in model.parameters())
+    grads = sum(size(p.grad) for p in model.parameters() if p.grad is not None)
+    adam = sum(size(t) for state in optimizer.state.values() for t in state.values() if torch.is_tensor(t))
+    return {"parameters": params, "gradients": grads, "optimizer": adam, "total": params + grads + adam}
+
+
+def default_precision(cfg: BenchConfig) -> str:
+    """The trainer's default precision resolved on the benchmark's device ("fp32" or "bf16")."""
+    return LoopConfig(output_dir="").resolved_precision(cfg.device)
+
+
+def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any], precision: str):
+    """(model, optimizer, one training step) set up as the library's trainer does (training.loop.Trainer), with
+    the forward at `precision` ("fp32" or "bf16")."""
+    torch.manual_seed(cfg.seed)
+    model = build_model(arch).to(cfg.device).train()
+    loop = LoopConfig(output_dir="")  # the trainer's defaults: lr, weight decay, clipping
+    groups = parameter_groups(model, loop.lr, loop.weight_decay, loop.layerwise_lr_decay)
+    optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups], lr=loop.lr)
+
+    def step() -> float:
+        optimizer.zero_grad(set_to_none=True)
+        with autocast(precision, cfg.device):
+            loss, _ = retriever_loss(model, batch)
+        loss.backward()
+        if loop.max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), loop.max_grad_norm)
+        optimizer.step()
+        return float(loss.detach())
+
+    return model, optimizer, step
+
+
+_NOT_COMPUTE = ("copy", "view", "clone", "detach", "empty", "zeros", "ones", "fill", "expand", "slice", "select",
+                "t.default", "transpose", "permute", "reshape", "unsqueeze", "squeeze", "split", "_to_copy", "lift",
+                "alias", "as_strided", "new_", "unbind", "index", "cat", "stack", "embedding_dense", "_foreach")
+
+
+def float32_ops(step) -> dict[str, int]:
+    """{op: calls} of the ops one call of `step` runs with a float32 tensor among its floating-point inputs
+    (layout and copy ops left out), recorded with a dispatch mode below autocast."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    counts: dict[str, int] = {}
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = str(func.overloadpacket.__name__)
+            tensors = [a for a in (*args, *(kwargs or {}).values()) if torch.is_tensor(a) and a.is_floating_point()]
+            tensors += [t for a in args if isinstance(a, (list, tuple)) for t in a if torch.is_tensor(t)]
+            if any(t.dtype == torch.float32 for t in tensors) and not any(x in name for x in _NOT_COMPUTE):
+                counts[name] = counts.get(name, 0) + 1
+            return func(*args, **(kwargs or {}))
+
+    with Record():
+        step()
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    questions, repeats = cfg.pick(16, 2), cfg.pick(9, 1)
+    batch, shapes = training_batch(cfg, questions)
+    default = default_precision(cfg)
+    every = {(name, p): _trainer(arch, cfg, batch, p) for name, arch in ARCHS.items() for p in PRECISIONS}
+    trainers = {name: every[name, default] for name in ARCHS}  # the trainer's default precision
+    steps = {f"{name} {p}": t[2] for (name, p), t in every.items()}
+    for step in steps.values():  # first step allocates Adam's state
+        step()
+    peak, method = {}, None
+    for name, (model, optimizer, step) in trainers.items():
+        optimizer.zero_grad(set_to_none=True)  # the step's own gradients count in its peak, not the last step's
+        with PeakMemory(cfg.device) as memory:
+            step()
+        peak[name], method = memory.peak_bytes, memory.method
+    fp32_in_bf16 = float32_ops(every["DPR", "bf16"][2])
+    all_times, losses = interleaved(steps, repeats, cfg.device, warmup=0)
+    times = {name: all_times[f"{name} {default}"] for name in ARCHS}
+    bf16_speedup = {name: paired_ratio(all_times[f"{name} fp32"], all_times[f"{name} bf16"]) for name in ARCHS}
+    held = {name: state_bytes(model, optimizer) for name, (model, optimizer, _) in trainers.items()}
+    # Training's whole tensor memory: parameters and Adam state held throughout, plus the step's peak (activations
+    # and the gradients it creates).
+    total = {name: held[name]["parameters"] + held[name]["optimizer"] + peak[name] for name in ARCHS}
+    params = {name: count_parameters(model) for name, (model, _, _) in trainers.items()}
+    time_ratio = {name: paired_ratio(times[name], times["DPR"]) for name in ("TASER", "TASER_Shared")}
+    bytes_ratio = {name: held[name]["total"] / held["DPR"]["total"] for name in ("TASER", "TASER_Shared")}
+    matmuls_fp32 = sorted(op for op in fp32_in_bf16 if op in ("mm", "addmm", "bmm", "baddbmm", "linear", "matmul"))
+    return {
+        "rows": [
+            row("TASER / DPR step time", time_ratio["TASER"]["median"], "x", target=TARGET_TIME_RATIO, op="<="),
+            row("TASER / DPR params+grads+Adam bytes", bytes_ratio["TASER"], "x", target=TARGET_BYTES_RATIO,
+                op="<="),
+            row("DPR bf16 step speed-up over fp32", bf16_speedup["DPR"]["median"], "x", target=TARGET_BF16_SPEEDUP),
+            row("TASER bf16 step speed-up over fp32", bf16_speedup["TASER"]["median"], "x"),
+            row("TASER_Shared bf16 step speed-up over fp32", bf16_speedup["TASER_Shared"]["median"], "x"),
+            row("TASER_Shared / DPR step time", time_ratio["TASER_Shared"]["median"], "x"),
+            *[row(f"{name} step time ({default})", spread(times[name])["median"], "s") for name in ARCHS],
+            *[row(f"{name} peak training memory ({default})", total[name] / MIB, "MiB") for name in ARCHS],
+        ],
+        "measured": {"step_seconds": times, "step_seconds_spread": {k: spread(v) for k, v in times.items()},
+                     "step_seconds_by_precision": all_times,
+                     "bf16_speedup": bf16_speedup, "default_precision": default,
+                     "float32_ops_in_bf16_step": fp32_in_bf16,
+                     "step_time_ratio_to_dpr": time_ratio, "state_bytes": held, "bytes_ratio_to_dpr": bytes_ratio,
+                     "parameters": params, "peak_step_bytes": peak, "peak_training_bytes": total,
+                     "peak_memory_method": method,
+                     "last_loss": losses},
+        "sizes": {**shapes, "hard_negatives": 1, "repeats": repeats, "precision": default},
+        "notes": ["step time ratio = median over rounds of (model's seconds / DPR's seconds), timed back to back",
+                  f"the TASER / DPR rows, memory and bytes use the trainer's default precision, here {default} "
+                  "(LoopConfig.precision = auto)",
+                  "bf16 speed-up = median over rounds of (fp32 step seconds / bf16 step seconds), same model and batch",
+                  "ops of a DPR bf16 step computing in float32 (autocast's float32 list, the loss, AdamW on the fp32 "
+                  "master weights): " + ", ".join(f"{op} x{n}" for op, n in list(fp32_in_bf16.items())[:12])
+                  + ("; matmuls left in float32: " + ", ".join(matmuls_fp32) if matmuls_fp32 else
+                     "; no matmul runs in float32"),
+                  f"peak step memory: {method}; tensors the step allocates (activations, its gradients), live at "
+                  "once; peak training memory adds the parameters and Adam state held throughout",
+                  "bytes held = parameters + gradients + AdamW's two moments, all fp32 (master weights stay fp32)",
+                  "optimizer: torch.optim.AdamW as the trainer builds it (torch's default implementation)"],
+    }

@@ -1,0 +1,84 @@
+"""`taser params` (TASER Table A1/A3 parameter counts) and `taser encode` (embeddings + ids for a corpus)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("params", help="parameter counts of DPR and every TASER variant (Table A1/A3)")
+    p.add_argument("--base", default="bert-base",
+                   help="'bert-base' (transformers.BertConfig(), no download), 'default', or a checkpoint folder")
+    p.add_argument("--shared-blocks", "-T", type=int, default=2)
+    p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    p.set_defaults(func=_params)
+
+    e = subparsers.add_parser("encode", help="encode a corpus file into embeddings (.npy shards) + ids")
+    e.add_argument("corpus", type=Path, help="BEIR corpus.jsonl or DPR psgs_w100.tsv")
+    e.add_argument("--model", default="default", help="'default', a saved model folder, or a hub name")
+    e.add_argument("--out", type=Path, required=True, help="output folder (resumable)")
+    e.add_argument("--batch-size", type=int, default=64)
+    e.add_argument("--max-length", type=int, default=256)
+    e.add_argument("--shard-size", type=int, default=100_000)
+    e.add_argument("--device", default=None)
+    e.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="auto",
+                   help="auto (default): bf16 on CUDA and on CPUs with native bf16, else fp32; recorded in the "
+                        "manifest")
+    e.set_defaults(func=_encode)
+
+
+def _base_config(base: str):
+    from transformers import BertConfig
+
+    if base == "bert-base":
+        return BertConfig()
+    from taser_lib.models import resolve_checkpoint
+
+    return BertConfig.from_pretrained(resolve_checkpoint(base))
+
+
+def _params(args: argparse.Namespace) -> int:
+    from taser_lib.models import parameter_table
+
+    rows = parameter_table(_base_config(args.base), shared_blocks=args.shared_blocks)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'arch':6} {'routing':13} {'I':>2} {'params':>12} {'ours (M)':>9} {'paper (M)':>9}")
+    for r in rows:
+        print(f"{r['arch']:6} {r['routing'] or '-':13} {r['experts'] or '-':>2} {r['params']:>12,} "
+              f"{r['params_m']:>9} {r['paper_m']:>9}")
+    return 0
+
+
+def _encode(args: argparse.Namespace) -> int:
+    import itertools
+
+    from taser_lib.data.formats import iter_corpus_file
+    from taser_lib.models import load_encoder
+    from taser_lib.retrieval.dense import encode_stream_to_shards
+
+    from taser_lib.errors import FormatError, TaserError
+
+    if not args.corpus.exists():
+        raise TaserError(f"{args.corpus}: no such corpus file")
+    # Streamed: one shard of passages in memory at a time, whatever the corpus size (DPR's 21M passages).
+    rows = iter_corpus_file(args.corpus)
+    first = next(rows, None)
+    if first is None:
+        raise FormatError(args.corpus, None, None, "holds no passages")
+    encoder = load_encoder(args.model, batch_size=args.batch_size, max_passage_length=args.max_length,
+                           device=args.device, precision=args.precision)
+    start = time.perf_counter()
+    try:
+        shards = encode_stream_to_shards(encoder, itertools.chain([first], rows), args.out,
+                                         shard_size=args.shard_size, model_name=args.model)
+    except ValueError as err:  # another corpus, shard size, model or precision in --out; a bad shard size
+        raise TaserError(str(err)) from None
+    seconds = time.perf_counter() - start
+    print(f"encoded {len(shards)} passages from {args.corpus} into {args.out} at {encoder.resolved_precision} "
+          f"({len(shards) / max(seconds, 1e-9):.1f} passages/s, resumed shards included)")
+    return 0

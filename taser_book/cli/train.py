@@ -1,0 +1,97 @@
+"""`taser train --config FILE [--output-dir DIR] [--set KEY=VALUE ...]`: train as a YAML config says (resuming a
+killed run; `--set` overrides single fields, e.g. `--set loop.lr=1e-5`);
+`taser train --print-config [--kind K] [--arch A]`: print every field of a kind's config with its default (the
+model fields of arch A, from its model config class).
+
+Multi-GPU / multi-node: `torchrun --nproc_per_node N $(which taser) train --config FILE` (DDP; batch_size is per
+device; in-batch negatives are gathered across devices)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+# The `--set` examples `taser train --help` shows: (kind, KEY=VALUE), each accepted by that kind's default config
+# (tests/test_cli_bad_input.py checks them all).
+SET_EXAMPLES = (("retriever", "loop.max_steps=50"), ("retriever", "data.dev_questions=null"),
+                ("cross-encoder", "data.train_queries=null"))
+
+
+def _set_examples() -> str:
+    kinds = dict.fromkeys(kind for kind, _ in SET_EXAMPLES)
+    return "; ".join(" ".join(f"--set {example}" for k, example in SET_EXAMPLES if k == kind) + f" (kind {kind})"
+                     for kind in kinds)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train", help="train a retriever, cross-encoder or distilled student from a YAML config",
+        description="Train from a YAML config (see `taser train --print-config`). Started again with the same "
+                    "config and output folder, a killed run resumes from its newest checkpoint.")
+    p.add_argument("--config", help="the YAML training config")
+    p.add_argument("--output-dir", help="run folder (overrides loop.output_dir)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override one config field, value read as YAML (repeatable), e.g. " + _set_examples() +
+                        "; each kind's fields: --print-config --kind K")
+    p.add_argument("--cache", action="store_true",
+                   help="train into the run cache ($TASER_RUNS_DIR, else runs/cache of the repository): a finished "
+                        "run of the same config and data is reused, an unfinished one resumed (no --output-dir)")
+    p.add_argument("--force", action="store_true", help="with --cache: retrain a finished run from scratch")
+    p.add_argument("--print-config", action="store_true", help="print the default config of --kind and exit")
+    p.add_argument("--kind", default="retriever",
+                   help="with --print-config: retriever | cross-encoder | distill (default: retriever)")
+    p.add_argument("--arch", help="with --print-config: the model section's arch (dpr | taser | shared | colbert; "
+                                  "default: the kind's own), whose model fields are listed")
+    p.set_defaults(func=_train)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from taser_lib.errors import ConfigError
+    from taser_lib.training.config import default_yaml, get_kind, load_config
+    from taser_lib.training.distributed import destroy_distributed, init_distributed, is_main_process
+
+    if args.print_config:
+        sys.stdout.write(default_yaml(args.kind, args.arch))
+        return 0
+    if not args.config:
+        raise ConfigError("give --config FILE (or --print-config to see a full default config)")
+    if args.cache:
+        return _train_cached(args)
+    config = load_config(args.config, output_dir=args.output_dir, overrides=args.overrides)
+    distributed = init_distributed()  # under torchrun: join the process group (DDP); else a no-op
+    main = is_main_process()
+    try:
+        result = get_kind(config.kind).run(config)
+    finally:
+        if distributed:
+            destroy_distributed()
+    if not main:
+        return 0
+    summary = {"best_step": result.best_step, "best_metric": result.best_metric, "final_step": result.final_step,
+               "select_metric": config.loop.select_metric, "paths": result.paths}
+    if result.curve:
+        summary["last_curve_row"] = result.curve[-1]
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _train_cached(args: argparse.Namespace) -> int:
+    """`--cache`: `runs.cache.trained_run`; prints the run's folder, model and summary."""
+    from taser_lib.errors import ConfigError
+    from ..runs.cache import trained_run
+    from taser_lib.training.distributed import destroy_distributed, init_distributed, is_main_process
+
+    if args.output_dir:
+        raise ConfigError("--cache chooses the run folder itself: drop --output-dir")
+    distributed = init_distributed()
+    try:
+        run = trained_run(args.config, overrides=args.overrides, force=True if args.force else None)
+    finally:
+        if distributed:
+            destroy_distributed()
+    if is_main_process():
+        summary = {k: run.result.get(k) for k in ("best_step", "best_metric", "final_step", "select_metric")}
+        print(json.dumps({"run_dir": str(run.dir), "model": str(run.model_path), "reused": run.reused, **summary,
+                          "paths": run.result.get("paths")}, indent=2))
+    return 0

@@ -1,0 +1,922 @@
+"""The scorecard: every headline claim of both papers, the paper's numbers, ours, and a verdict per profile.
+
+The claims are data, `notebooks/claims/<notebook>.yaml` (schema and loader: `taser_book.claims`). The scorecard reads
+only the result tables written by `taser_book.results.save_result` under `results/<profile>/<notebook>/`. A verdict
+is one of:
+
+- *planned*: the notebook that reproduces the claim (`notebooks/<notebook>.ipynb`) does not exist yet;
+- *not run*: it exists but has no result at this profile, or its table lacks the claim's rows there;
+- *holds* / *fails*: the claim's direction test on our numbers, and, when the claim says how to judge its noise,
+  every compared pair is separated by a paired test (randomisation or t-test, per query or per seed) at alpha;
+- *within noise*: the paired test cannot separate the two sides of a comparison (p >= alpha);
+- *error*: the result table does not have the layout the claim reads (a missing column, several matching rows).
+
+A claim without a noise section can only hold or fail; its detail says "no noise estimate". A result whose notebook or
+library files changed since it was made (`stale_reason`, which ignores this module and the claims loader: they judge tables, never make them) is marked stale.
+
+The contract for notebooks, so that their results can be scored:
+- retrieval and re-ranking tables are long: columns `model`, `dataset`, `metric`, `value` (plus the keys a claim
+  filters on, e.g. `split`, `size`, `k`); one row per number;
+- per-query tables (for the paired tests) hold the same columns plus `query_id`, one row per query (the
+  column name of `evaluation.records`' per-query files);
+- values are on the paper's scale: TASER's R@K and nDCG@10 in percent, the second paper's MRR@10 / nDCG@10 as
+  fractions, parameter counts as plain counts;
+- metric names are those the library produces: `R@20` (answer recall), `macro R@20` / `micro R@20`
+  (`evaluation.macro_micro_accuracy`), ir-measures names (`nDCG@10`, `MRR@10`); others are listed in the claims
+  file's `metrics`;
+- dataset names are those of `taser data list` (`dpr-nq`, `dpr-squad1`, `beir-arguana`, ...; the offline SQuAD
+  stand-in is `squad-open`); MS MARCO re-ranking is `msmarco-passage`, its full retrieval
+  `msmarco-passage-retrieval`, TREC DL 2019 `trec-dl-2019`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .claims import (Claim, Comparison, claims_dir, evaluate, find_root, load_claims, load_claims_file, load_papers,
+                     load_preconditions, names_in, parse_comparison)
+from taser_lib.errors import ConfigError, TaserError
+from taser_lib.io import atomic_write_text
+from taser_lib.meta import run_metadata
+from .results import META_NAME, PROFILE_ORDER, load_result, read_meta
+from .results import library_path
+from .results import stale_reason as _recorded_stale_reason
+
+PLANNED, NOT_RUN, HOLDS, FAILS, WITHIN_NOISE, ERROR = "planned", "not run", "holds", "fails", "within noise", "error"
+NOT_TESTABLE = "not testable here"
+VERDICTS = (HOLDS, FAILS, WITHIN_NOISE, NOT_TESTABLE, NOT_RUN, PLANNED)  # the summary's columns (ERROR only if any)
+TESTABLE = (HOLDS, FAILS, WITHIN_NOISE)
+NO_NOISE = "no noise estimate"
+_TEST_NAMES = {"randomisation": "paired randomisation test", "t-test": "paired t-test",
+               "equivalence": "equivalence test (two one-sided tests)", "non-inferiority": "non-inferiority test",
+               "binomial": "exact binomial test", "two-sample": "two-sample permutation test",
+               "bootstrap": "bootstrap over questions"}
+
+
+def __getattr__(name: str) -> Any:
+    """`CLAIMS`: every claim of the checkout's claims files (read when first asked for)."""
+    if name == "CLAIMS":
+        return load_claims(claims_dir())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str                 # one of VERDICTS or ERROR
+    ours: str = ""              # our numbers, per group
+    detail: str = ""            # why: the test and its p-values, "no noise estimate", what is missing
+    stale: str | None = None    # why the result it reads is stale (None: up to date, or not known)
+    p_value: float | None = None  # the deciding p-value: the largest over the compared pairs
+    observed: str = ""          # for fails: the direction observed, e.g. "dist < de"
+    effect_ratio: float | None = None  # ER of the first comparison with the paper's numbers (None: not comparable)
+    delta_ri: float | None = None      # its delta relative improvement
+    groups: Mapping[str, str] | None = None  # per value of the claim's `over` column: its status
+
+    @property
+    def short(self) -> str:
+        """The verdict as the scorecard's table shows it: "holds (p = 0.002)", "fails: dist < de (p = 0.0002)",
+        "not testable here: needs teacher-leads" (the precondition that does not hold)."""
+        text = self.status
+        if self.status in (FAILS, NOT_TESTABLE) and self.observed:
+            text += f": {self.observed}"
+        if self.p_value is not None and self.status in (HOLDS, FAILS, WITHIN_NOISE):
+            text += f" (p = {self.p_value:.2g})"
+        return text + (" · stale" if self.stale else "")
+
+    @property
+    def er(self) -> str:
+        """The effect ratio as shown beside the verdict ("" where the paper gives no comparable numbers)."""
+        if self.effect_ratio is None or math.isnan(self.effect_ratio):
+            return ""
+        return f"{self.effect_ratio:.2f}"
+
+
+# ----------------------------------------------------------------------------------------------- staleness
+
+# The claims files' loader and this module read result tables and never write them, and the book judges every result
+# again when it is built (`reproduce.build_book` puts a freshly judged verdict box on each page and remakes the output
+# of its `notebook_claims(...)` cell). So a change to them makes no result stale, and a better test of a claim needs
+# no rerun of the notebooks. The figure functions draw from the tables and write none, so a change to them leaves
+# every verdict as it was (the runner still reruns the notebook, to redraw its figures). Every other library file a
+# notebook loaded still counts.
+JUDGING_FILES = frozenset({"taser_book/claims.py", "taser_book/scorecard.py"})
+DRAWING_FILES = "taser_book/plots/"
+
+
+def stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> str | None:
+    """None when the result is up to date with the checkout at `repo_root`, else why (see `results.stale_reason`);
+    a changed file of JUDGING_FILES or DRAWING_FILES does not count."""
+    reason = _recorded_stale_reason(result_folder, repo_root)
+    if reason is None or not reason.startswith("library file "):
+        return reason
+    changed = []
+    for rel_file, digest in (read_meta(result_folder) or {}).get("library_files", {}).items():
+        if rel_file in JUDGING_FILES or rel_file.startswith(DRAWING_FILES):
+            continue
+        path = library_path(rel_file, repo_root)
+        if not path.is_file():
+            changed.append(f"{rel_file} (removed)")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            changed.append(rel_file)
+    if not changed:
+        return None
+    more = f" and {len(changed) - 1} other(s)" if len(changed) > 1 else ""
+    return f"library file {changed[0]}{more} changed since the result was made"
+
+
+# ----------------------------------------------------------------------------------------------- tables
+
+def _matches(series: pd.Series, value: Any) -> pd.Series:
+    """Column equals value; numbers compare as numbers (CSV turns 2 into 2.0 next to missing values)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return pd.to_numeric(series, errors="coerce") == value
+    return series.astype(str) == str(value)
+
+
+def _fmt(x: float) -> str:
+    if abs(x) >= 1e5:
+        return f"{x / 1e6:.1f}M"
+    return f"{x:.4g}"
+
+
+class _Tables:
+    """Result tables of one profile, each read once, and the staleness of each notebook's result."""
+
+    def __init__(self, profile_dir: Path, folders: Mapping[str, Path] | None = None, root: Path | None = None):
+        self.dir, self.folders, self.root = profile_dir, dict(folders or {}), root
+        self.cache: dict[tuple[str, str], pd.DataFrame | None] = {}
+        self.stale_cache: dict[str, str | None] = {}
+        self.verdicts: dict[str, Verdict] = {}  # preconditions and required claims, evaluated once
+
+    def folder(self, notebook: str) -> Path:
+        return self.folders.get(notebook, self.dir / notebook)
+
+    def get(self, notebook: str, table: str) -> pd.DataFrame | None:
+        key = (notebook, table)
+        if key not in self.cache:
+            folder = self.folder(notebook)
+            data = load_result(folder, table) if (folder / META_NAME).is_file() else None
+            self.cache[key] = pd.DataFrame([data]) if isinstance(data, dict) else data
+        return self.cache[key]
+
+    def stale(self, notebook: str) -> str | None:
+        """Why this notebook's result is stale, or None (up to date, a running notebook, or no checkout known)."""
+        if self.root is None or notebook in self.folders:
+            return None
+        if notebook not in self.stale_cache:
+            folder = self.folder(notebook)
+            self.stale_cache[notebook] = stale_reason(folder, self.root) if (folder / META_NAME).is_file() else None
+        return self.stale_cache[notebook]
+
+
+class _Problem(Exception):
+    def __init__(self, status: str, detail: str):
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+def _select(frame: pd.DataFrame, where: Mapping[str, Any], over: str | None, group: str | None) -> pd.DataFrame:
+    mask = pd.Series(True, index=frame.index)
+    for key, value in where.items():
+        mask &= _matches(frame[key], value)
+    if group is not None:
+        mask &= frame[over].astype(str) == group
+    return frame[mask]
+
+
+def _require(frame: pd.DataFrame, columns: Sequence[str], where: str) -> None:
+    absent = [c for c in dict.fromkeys(columns) if c not in frame.columns]
+    if absent:
+        raise _Problem(ERROR, f"{where} has no column {', '.join(absent)}")
+
+
+# ----------------------------------------------------------------------------------------------- noise
+
+_OPPOSITE = {">": "<", ">=": "<", "<": ">", "<=": ">"}
+
+
+@dataclass
+class _Compared:
+    """One compared pair: its status (holds / fails / within noise), the direction observed in the values the test
+    used, the deciding p-value, the number of units, and how the two sides compare."""
+
+    comparison: Comparison
+    status: str
+    observed: str          # e.g. "dist < de" (the direction of the tested means)
+    p_value: float
+    n: int
+    what: str              # what the p-value tests, e.g. "mean difference +0.012"
+    sides: str = ""        # mean ± std of each side (per seed)
+    difference: np.ndarray | None = None  # per-key differences left - right (paired tests)
+
+
+def _per_key(claim: Claim, tables: _Tables, group: str | None) -> dict[str, pd.Series]:
+    """Per quantity, its values in the noise table indexed by the noise key (rows of one key averaged)."""
+    noise = claim.noise
+    assert noise is not None
+    quantities = noise.quantities or claim.quantities
+    out = {}
+    for name, q in quantities.items():
+        notebook, table = q.notebook or claim.notebook, q.table or noise.table or claim.table
+        frame = tables.get(notebook, table)
+        if frame is None:
+            raise _Problem(NOT_RUN, f"no noise table {notebook}/{table}")
+        column = q.column or noise.column or claim.quantities[name].column or claim.column
+        _require(frame, [noise.key, column, *q.where, *([claim.over] if group is not None else [])],
+                 f"{notebook}/{table}")
+        rows = _select(frame, q.where, claim.over, group)
+        values = pd.to_numeric(rows[column], errors="coerce")
+        out[name] = values.groupby(rows[noise.key].astype(str)).mean().dropna()
+    return out
+
+
+def _side(expression: str, values: Mapping[str, Any], n: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(evaluate(expression, values), dtype=float), (n,))
+
+
+def _direction(difference: float, comparison: Comparison) -> str:
+    op = "=" if difference == 0 else (">" if difference > 0 else "<")
+    return f"{comparison.left} {op} {comparison.right}"
+
+
+def _wanted(comparison: Comparison, difference: float) -> bool:
+    """Does a mean difference left - right point the way the comparison says?"""
+    return difference > 0 if comparison.op in (">", ">=") else difference < 0
+
+
+def _superiority(comparison: Comparison, d: np.ndarray, p: float, alpha: float, n: int) -> tuple[str, str]:
+    mean = float(np.mean(d))
+    if p < alpha and mean != 0:
+        return (HOLDS if _wanted(comparison, mean) else FAILS), _direction(mean, comparison)
+    return WITHIN_NOISE, _direction(mean, comparison)
+
+
+def _noise_tests(claim: Claim, tables: _Tables, group: str | None, point: Mapping[str, float]) -> list[_Compared]:
+    """Each compared pair of the claim's noise section, tested as its `test` says; the direction always comes from
+    the values the test itself uses (the per-key means, or the point estimate for a bootstrap)."""
+    from taser_lib.evaluation import hypothesis
+    from taser_lib.evaluation.significance import paired_t_test, randomisation_test
+
+    noise = claim.noise
+    assert noise is not None
+    series = _per_key(claim, tables, group)
+    where = f" for {claim.over}={group}" if group is not None else ""
+    method = noise.method or ("t-test" if noise.key == "seed" else "randomisation")
+    results = []
+    for comparison in noise.compare:
+        names = sorted(names_in(comparison.left) | names_in(comparison.right))
+        if noise.test == "binomial":
+            values = series[comparison.left].to_numpy(dtype=float)
+            if len(values) < 1:
+                raise _Problem(NOT_RUN, f"noise: no value of '{noise.key}' for {comparison.text}{where}")
+            p0 = float(evaluate(comparison.right, {}))
+            test = hypothesis.binomial(values, p0)
+            status, observed = _superiority(comparison, np.array([test.effect - p0]), test.p_value, noise.alpha, 1)
+            results.append(_Compared(comparison, status, f"{comparison.left} = {test.effect:.3g} "
+                                     f"({'>' if test.effect > p0 else '<' if test.effect < p0 else '='} {p0:g})",
+                                     test.p_value, test.n, f"exact binomial test, share {test.effect:.3g} vs {p0:g}"))
+            continue
+        if noise.test == "two-sample":
+            a, b = series[comparison.left].to_numpy(float), series[comparison.right].to_numpy(float)
+            if len(a) + len(b) < 3 or not len(a) or not len(b):
+                raise _Problem(NOT_RUN, f"noise: {len(a)} and {len(b)} values for {comparison.text}{where}; a "
+                                        "two-sample test needs 3 or more")
+            test = hypothesis.two_sample(a, b)
+            status, observed = _superiority(comparison, np.array([test.effect]), test.p_value, noise.alpha, 1)
+            results.append(_Compared(comparison, status, observed, test.p_value, test.n,
+                                     f"two-sample permutation test, {len(a)} vs {len(b)} values, difference of "
+                                     f"means {test.effect:+.3g}"))
+            continue
+        keys = sorted(set.intersection(*(set(series[n].index) for n in names)))
+        if len(keys) < 2:
+            raise _Problem(NOT_RUN, f"noise: {len(keys)} common value(s) of '{noise.key}' for {comparison.text}"
+                                    f"{where}; a paired test needs 2 or more")
+        arrays = {n: series[n].loc[keys].to_numpy(dtype=float) for n in names}
+        left, right = _side(comparison.left, arrays, len(keys)), _side(comparison.right, arrays, len(keys))
+        d = left - right
+        sides = ""
+        if noise.key == "seed":
+            sides = (f"{comparison.left} {_fmt(left.mean())} ± {left.std(ddof=1):.2g}, "
+                     f"{comparison.right} {_fmt(right.mean())} ± {right.std(ddof=1):.2g} (mean ± std over seeds)")
+        if noise.test == "bootstrap":
+            observed_d = float(evaluate(comparison.left, point) - evaluate(comparison.right, point))
+            test = hypothesis.bootstrap(d, observed_d)
+            status, observed = _superiority(comparison, np.array([observed_d]), test.p_value, noise.alpha, 1)
+            results.append(_Compared(comparison, status, observed, test.p_value, test.n,
+                                     f"bootstrap over questions, difference {observed_d:+.3g}", "", d))
+            continue
+        if noise.test == "equivalence":
+            equal = hypothesis.equivalence(d, noise.margin, method)
+            apart = hypothesis.outside_margin(d, noise.margin, method)
+            if equal.p_value < noise.alpha:
+                status, p, observed = HOLDS, equal.p_value, f"|{comparison.left} - {comparison.right}| < {noise.margin:g}"
+            elif apart.p_value < noise.alpha:
+                status, p = FAILS, apart.p_value
+                observed = f"{comparison.left} - {comparison.right} = {equal.effect:+.3g}, outside ±{noise.margin:g}"
+            else:
+                status, p, observed = WITHIN_NOISE, equal.p_value, _direction(equal.effect, comparison)
+            results.append(_Compared(comparison, status, observed, p, len(keys),
+                                     f"equivalence (TOST, {method}) within ±{noise.margin:g}, mean difference "
+                                     f"{equal.effect:+.3g}", sides, d))
+            continue
+        if noise.test == "non-inferiority":
+            if comparison.op in ("<", "<="):  # 'a <= b': a is not above b by the margin or more
+                d = -d
+            better = hypothesis.non_inferiority(d, noise.margin, method)
+            worse = hypothesis.one_sided(d, less_than=-noise.margin, method=method)
+            mean = float(np.mean(left - right))
+            if better.p_value < noise.alpha:
+                status, p, observed = HOLDS, better.p_value, _direction(mean, comparison)
+            elif worse < noise.alpha:
+                status, p = FAILS, worse
+                observed = (f"{comparison.left} {'<' if comparison.op in ('>', '>=') else '>'} {comparison.right} "
+                            f"by more than {noise.margin:g}")
+            else:
+                status, p, observed = WITHIN_NOISE, better.p_value, _direction(mean, comparison)
+            results.append(_Compared(comparison, status, observed, p, len(keys),
+                                     f"non-inferiority ({method}) with margin {noise.margin:g}, mean difference "
+                                     f"{mean:+.3g}", sides, left - right))
+            continue
+        a, b = dict(zip(keys, left)), dict(zip(keys, right))
+        test = randomisation_test(a, b) if noise.test == "randomisation" else paired_t_test(a, b)
+        p = 1.0 if math.isnan(test.p_value) else test.p_value
+        status, observed = _superiority(comparison, d, p, noise.alpha, len(keys))
+        results.append(_Compared(comparison, status, observed, p, len(keys),
+                                 f"{_TEST_NAMES[noise.test]}, mean difference {float(np.mean(d)):+.3g}", sides, d))
+    return results
+
+
+def _group_status(compared: list[_Compared]) -> str:
+    """A pair that fails fails the claim; holds needs every pair to hold; anything else is within noise."""
+    if any(c.status == FAILS for c in compared):
+        return FAILS
+    if all(c.status == HOLDS for c in compared):
+        return HOLDS
+    return WITHIN_NOISE
+
+
+# ----------------------------------------------------------------------------------------------- verdicts
+
+def _value(claim: Claim, name: str, rows: pd.DataFrame, column: str, group: str | None) -> float:
+    where = f" for {claim.over}={group}" if group is not None else ""
+    if len(rows) == 0:
+        raise _Problem(NOT_RUN, f"no row {claim.quantities[name]!r} ({name}){where}")
+    key = claim.noise.key if claim.noise else None
+    aggregate = claim.quantities[name].aggregate
+    values = pd.to_numeric(rows[column], errors="coerce")
+    if len(rows) > 1 and aggregate in ("min", "max"):
+        value = values.min() if aggregate == "min" else values.max()
+    elif len(rows) > 1:
+        if key is None or key not in rows.columns:
+            raise _Problem(ERROR, f"{len(rows)} rows match {name} {claim.quantities[name]!r}{where}")
+        value = values.groupby(rows[key].astype(str)).mean().mean()
+    else:
+        value = values.iloc[0]
+    if value is None or math.isnan(value):
+        raise _Problem(ERROR, f"{name} is not a number{where}")
+    return float(value)
+
+
+def _reproduction(claim: Claim, compared: list[_Compared], values: Mapping[str, float],
+                  group: str | None) -> tuple[float, float] | None:
+    """ER and delta RI of the first compared pair whose sides the paper's numbers give (None: none does)."""
+    from taser_lib.evaluation.reproducibility import reproduction
+
+    paper = claim.paper_values_for(group)
+    if not paper:
+        return None
+    for c in compared:
+        names = names_in(c.comparison.left) | names_in(c.comparison.right)
+        if not names or not names <= set(paper) or c.comparison.op == "==":
+            continue
+        paper_left = float(evaluate(c.comparison.left, paper))
+        paper_right = float(evaluate(c.comparison.right, paper))
+        if c.difference is not None and claim.noise is not None and claim.noise.paired \
+                and claim.noise.test != "bootstrap":
+            diff = np.asarray(c.difference, dtype=float)
+            ours_right = float(evaluate(c.comparison.right, values))
+            ours_base, ours_adv = np.full(len(diff), ours_right), ours_right + diff
+        else:
+            ours_base, ours_adv = float(evaluate(c.comparison.right, values)), float(evaluate(c.comparison.left,
+                                                                                             values))
+        result = reproduction(ours_base, ours_adv, paper_right, paper_left)
+        return result.er, result.delta_ri
+    return None
+
+
+def _point_reproduction(claim: Claim, values: Mapping[str, float], group: str | None) -> tuple[float, float] | None:
+    """ER and delta RI from the claim's own numbers, for a claim whose test is one comparison of two sides."""
+    from taser_lib.evaluation.reproducibility import reproduction
+
+    paper = claim.paper_values_for(group)
+    if not paper:
+        return None
+    try:
+        comparison = parse_comparison(claim.test, claim.quantities)
+    except ValueError:
+        return None
+    names = names_in(comparison.left) | names_in(comparison.right)
+    if not names <= set(paper):
+        return None
+    result = reproduction(float(evaluate(comparison.right, values)), float(evaluate(comparison.left, values)),
+                          float(evaluate(comparison.right, paper)), float(evaluate(comparison.left, paper)))
+    return result.er, result.delta_ri
+
+
+def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None) -> Verdict:
+    """The claim's verdict on the values of its `over` column that `skip` (a predicate) does not exclude."""
+    if root is not None:
+        missing = [nb for nb in claim.notebooks()
+                   if nb not in tables.folders and not (root / "notebooks" / f"{nb}.ipynb").is_file()]
+        if missing:
+            return Verdict(PLANNED, detail=f"notebook {', '.join(missing)} is not written yet")
+    frames: dict[str, pd.DataFrame] = {}
+    columns: dict[str, str] = {}
+    for name, q in claim.quantities.items():
+        notebook, table = q.notebook or claim.notebook, q.table or claim.table
+        frame = tables.get(notebook, table)
+        if frame is None:
+            return Verdict(NOT_RUN, detail=f"no result {notebook}/{table} at this profile")
+        columns[name] = q.column or claim.column
+        _require(frame, [columns[name], *q.where, *([claim.over] if claim.over else [])], f"{notebook}/{table}")
+        frames[name] = _select(frame, q.where, None, None)
+
+    if claim.over:
+        present = [set(f[claim.over].astype(str)) for f in frames.values()]
+        groups: list[str | None] = sorted(set.intersection(*present)) if present else []
+        if claim.groups is not None:
+            groups = [g for g in claim.groups if g in groups]
+        if not groups:
+            wanted = f" (of {', '.join(claim.groups)})" if claim.groups else ""
+            return Verdict(NOT_RUN, detail=f"no {claim.over}{wanted} has a row for every quantity")
+    else:
+        groups = [None]
+
+    values = {group: {name: _value(claim, name, f if group is None else f[f[claim.over].astype(str) == group],
+                                   columns[name], group)
+                      for name, f in frames.items()}
+              for group in groups}
+    parts = [(f"{group}: " if group is not None else "") + ", ".join(f"{k}={_fmt(v)}" for k, v in vals.items())
+             for group, vals in values.items()]
+    ours = "; ".join(parts) + (f" ({claim.unit})" if claim.unit else "")  # the numbers' unit, once
+    tested = [g for g in groups if skip is None or not skip(g)]
+    statuses: dict[str | None, str] = {}
+    notes, failed, observed = [], [], []
+    p_values: dict[str, list[float]] = {}  # per status: the p-values that decided it
+    reproduction = None
+    for group in tested:
+        label = f"{group}: " if group is not None else ""
+        if claim.noise is None:
+            status = HOLDS if bool(evaluate(claim.test, values[group])) else FAILS
+            if reproduction is None:
+                reproduction = _point_reproduction(claim, values[group], group)
+        else:
+            try:
+                compared = _noise_tests(claim, tables, group, values[group])
+            except _Problem as problem:  # our numbers are there, the values to judge their noise are not
+                return Verdict(problem.status, ours, problem.detail)
+            status = _group_status(compared)
+            p_values.setdefault(status, []).extend(c.p_value for c in compared if c.status == status)
+            observed += [label + c.observed for c in compared if c.status == FAILS]
+            if reproduction is None:
+                reproduction = _reproduction(claim, compared, values[group], group)
+            notes.append(label + "; ".join(
+                f"{c.comparison.text}: {c.status}, observed {c.observed}, p = {c.p_value:.3g} over {c.n} "
+                f"{'replicates' if claim.noise.test == 'bootstrap' else 'values'} of '{claim.noise.key}' "
+                f"({c.what})" + (f", {c.sides}" if c.sides else "") for c in compared))
+        statuses[group] = status
+        if status == FAILS and group is not None:
+            failed.append(group)
+
+    found = set(statuses.values())
+    status = FAILS if FAILS in found else WITHIN_NOISE if WITHIN_NOISE in found else HOLDS
+    if claim.noise is None:
+        detail = NO_NOISE
+    else:
+        detail = f"{_TEST_NAMES[claim.noise.test]}, alpha {claim.noise.alpha:g}: " + "; ".join(notes)
+    if failed and len(tested) > 1:
+        detail = f"fails on {', '.join(failed)}; {detail}"
+    deciding = p_values.get(status)
+    er, dri = reproduction if reproduction is not None else (None, None)
+    return Verdict(status, ours, detail, p_value=max(deciding) if deciding else None, observed="; ".join(observed),
+                   effect_ratio=er, delta_ri=dri,
+                   groups={str(g): s for g, s in statuses.items() if g is not None} or None)
+
+
+def _required(name: str, registry: Mapping[str, Claim], tables: _Tables, root: Path | None) -> Verdict:
+    if name not in tables.verdicts:
+        tables.verdicts[name] = _judge(registry[name], tables, root, registry)
+    return tables.verdicts[name]
+
+
+def _unmet_reason(name: str, pre: Claim, verdict: Verdict) -> str:
+    what = verdict.short if verdict.status in (HOLDS, FAILS, WITHIN_NOISE) else verdict.status
+    measured = f"{verdict.ours}; " if verdict.ours else ""
+    extra = f" ({verdict.detail})" if verdict.status in (NOT_RUN, ERROR, PLANNED) and verdict.detail else ""
+    return f"precondition '{name}' not met ({_sentence(pre.statement)[:-1]}): {measured}{what}{extra}"
+
+
+def _judge(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[str, Claim] | None) -> Verdict:
+    """The claim's verdict, after its preconditions: a precondition that does not hold makes the claim (or, for a
+    precondition measured per value of the claim's own `over` column, that value) *not testable here*."""
+    registry = registry or {}
+    if claim.requires:
+        untested = _evaluate(claim, tables, root, skip=lambda g: True)  # no result, no claim: not run, not judged
+        if untested.status in (PLANNED, NOT_RUN, ERROR):
+            return untested
+    reasons, rules = [], []  # rules: per precondition measured per group, which of the claim's groups it excludes
+    for name in claim.requires:
+        if name not in registry:
+            return Verdict(NOT_TESTABLE, detail=f"precondition '{name}' is not declared")
+        pre = registry[name]
+        verdict = _required(name, registry, tables, root)
+        if verdict.status == HOLDS:
+            continue
+        reason = _unmet_reason(name, pre, verdict)
+        if pre.over and pre.over == claim.over and verdict.groups and verdict.status in TESTABLE:
+            # per group: a group the precondition measured is excluded where it does not hold there; a group it
+            # did not measure (a retrieval set beside its re-ranking set) only where it holds nowhere
+            ok = {g for g, st in verdict.groups.items() if st == HOLDS}
+            measured = set(verdict.groups)
+            rules.append(lambda g, ok=ok, measured=measured: g not in ok if g in measured else not ok)
+            reasons.append(reason)
+            continue
+        return Verdict(NOT_TESTABLE, _ours(claim, tables, root), reason, observed=f"needs {name}")
+    if not rules:
+        return _evaluate(claim, tables, root)
+    skip = lambda g: any(rule(g) for rule in rules)  # noqa: E731
+    verdict = _evaluate(claim, tables, root, skip=skip)
+    if verdict.status not in TESTABLE:
+        return verdict
+    if not verdict.groups:
+        names = [n for n in claim.requires if any(f"'{n}'" in r for r in reasons)]
+        return Verdict(NOT_TESTABLE, verdict.ours, "; ".join(reasons), observed="needs " + ", ".join(names))
+    excluded = [g for g in _groups_of(claim, tables) if skip(g)]
+    note = f"{claim.over} {', '.join(excluded)} not testable: " + "; ".join(reasons) + "; " if excluded else ""
+    return replace(verdict, detail=note + verdict.detail)
+
+
+def _ours(claim: Claim, tables: _Tables, root: Path | None) -> str:
+    """Our numbers for a claim that is not judged (shown beside *not testable here*)."""
+    try:
+        return _evaluate(claim, tables, root, skip=lambda g: True).ours
+    except _Problem:
+        return ""
+
+
+def _groups_of(claim: Claim, tables: _Tables) -> list[str]:
+    frame = tables.get(claim.notebook, claim.table)
+    if frame is None or claim.over not in frame.columns:
+        return []
+    groups = sorted(set(frame[claim.over].astype(str)))
+    return [g for g in claim.groups if g in groups] if claim.groups else groups
+
+
+def evaluate_claim(claim: Claim, profile_dir: str | os.PathLike,
+                   folders: Mapping[str, str | os.PathLike] | None = None, *,
+                   root: str | os.PathLike | None = None, tables: _Tables | None = None,
+                   registry: Mapping[str, Claim] | None = None) -> Verdict:
+    """The verdict on `claim` from one profile's results. `folders` maps a notebook to the folder holding its tables
+    when that is not `profile_dir/<notebook>` (a running notebook). With `root` (the repository root), a claim whose
+    notebook does not exist there is *planned*, and a stale result is marked so. `registry` maps the names a claim
+    `requires` (preconditions, other claims' ids) to their definitions; by default the checkout's claims files."""
+    root = Path(root) if root is not None else None
+    tables = tables or _Tables(Path(profile_dir), {k: Path(v) for k, v in (folders or {}).items()}, root)
+    if registry is None and claim.requires:
+        registry = _registry(None, root)
+    try:
+        verdict = _judge(claim, tables, root, registry)
+    except _Problem as problem:
+        verdict = Verdict(problem.status, detail=problem.detail)
+    if verdict.status in (PLANNED, NOT_RUN):
+        return verdict
+    reasons = [f"{nb}: {r}" for nb in claim.notebooks() if (r := tables.stale(nb))]
+    if reasons:
+        verdict = replace(verdict, detail=verdict.detail + "; stale: " + "; ".join(reasons),
+                          stale="; ".join(reasons))
+    return verdict
+
+
+def _preconditions(root: Path | None) -> dict[str, Claim]:
+    """The checkout's preconditions by name (none without a claims folder)."""
+    try:
+        folder = claims_dir(root)
+    except ConfigError:
+        return {}
+    return load_preconditions(folder) if folder.is_dir() else {}
+
+
+def _registry(claims: Sequence[Claim] | None, root: Path | None) -> dict[str, Claim]:
+    """Every name a claim may require: the preconditions of the claims files, and the claims themselves."""
+    try:
+        folder = claims_dir(root)
+    except ConfigError:
+        return {c.id: c for c in claims or ()}
+    if not folder.is_dir():
+        return {c.id: c for c in claims or ()}
+    found = dict(load_preconditions(folder))
+    found.update({c.id: c for c in (claims if claims is not None else load_claims(folder))})
+    return found
+
+
+# ----------------------------------------------------------------------------------------------- tables of claims
+
+def notebook_claims(notebook: str, results_dir: str | os.PathLike | None = None,
+                    claims: Sequence[Claim] | None = None, *, root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The paper's claims whose numbers `notebook` produces (its claims file), beside ours from `results_dir` (the
+    notebook's own result folder, e.g. while it runs) when given: the "paper's table beside ours" cell."""
+    registry = None
+    if claims is None:
+        folder = claims_dir(root)
+        path = folder / f"{notebook}.yaml"
+        claims = load_claims_file(path, load_papers(folder)).claims if path.is_file() else ()
+        if any(c.requires for c in claims):
+            registry = _registry(None, Path(root) if root is not None else None)
+    columns = ["id", "where", "claim", "paper"] + (["ours", "verdict", "ER", "detail"]
+                                                   if results_dir is not None else [])
+    rows = []
+    for claim in claims:
+        if claim.notebook != notebook:
+            continue
+        row = {"id": claim.id, "where": claim.where, "claim": claim.statement, "paper": claim.paper_numbers}
+        if results_dir is not None:
+            folder = Path(results_dir)
+            verdict = evaluate_claim(claim, folder.parent, folders={notebook: folder}, registry=registry)
+            row.update({"ours": verdict.ours, "verdict": verdict.short, "ER": verdict.er, "detail": verdict.detail})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+PRECONDITION_STATUS = {HOLDS: "met", FAILS: "not met", WITHIN_NOISE: "not shown"}
+
+
+def notebook_preconditions(notebook: str, results_dir: str | os.PathLike | None = None, *,
+                           root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The preconditions `notebook`'s claims file declares, each with its status (met / not met / not shown, and
+    per value of its `over` column) and measured numbers from `results_dir` when given: the page's own verdicts
+    where the page measures what other pages' claims rest on (the testbed page)."""
+    folder = claims_dir(root)
+    path = folder / f"{notebook}.yaml"
+    pres = load_claims_file(path, load_papers(folder)).preconditions if path.is_file() else {}
+    columns = ["precondition", "what it says"] + (["status", "per setting", "measured"] if results_dir is not None
+                                                  else [])
+    rows = []
+    for name, pre in pres.items():
+        row = {"precondition": name, "what it says": pre.statement}
+        if results_dir is not None:
+            where = Path(results_dir)
+            verdict = evaluate_claim(pre, where.parent, folders={notebook: where})
+            row.update({"status": PRECONDITION_STATUS.get(verdict.status, verdict.status),
+                        "per setting": "; ".join(f"{g}: {PRECONDITION_STATUS.get(s, s)}"
+                                                 for g, s in (verdict.groups or {}).items()),
+                        "measured": verdict.ours or verdict.detail})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def card_claims(card: pd.DataFrame, notebook: str, profile: str) -> pd.DataFrame:
+    """`notebook_claims`'s table for one notebook at one profile, read from a scorecard (`build_scorecard`) instead
+    of judged again."""
+    columns = ["id", "where", "claim", "paper", "ours", "verdict", "ER", "detail"]
+    suffix = f" ({profile})"
+    if card.empty or f"shown{suffix}" not in card.columns:
+        return pd.DataFrame(columns=columns)
+    part = card[card["notebook"] == notebook]
+    return pd.DataFrame({"id": part["id"], "where": part["where"], "claim": part["claim"],
+                         "paper": part["paper's numbers"], "ours": part[f"ours{suffix}"],
+                         "verdict": part[f"shown{suffix}"], "ER": part[f"ER{suffix}"],
+                         "detail": part[f"detail{suffix}"]}, columns=columns).reset_index(drop=True)
+
+
+def profiles_with_results(results_root: str | os.PathLike) -> list[str]:
+    """Profiles under results_root with at least one published notebook result: smoke, cpu, gpu, full, then others."""
+    root = Path(results_root)
+    if not root.is_dir():
+        return []
+    found = [p.name for p in root.iterdir()
+             if p.is_dir() and not p.name.startswith((".", "_")) and any(p.glob(f"*/{META_NAME}"))]
+    return sorted(found, key=lambda p: (PROFILE_ORDER.index(p) if p in PROFILE_ORDER else len(PROFILE_ORDER), p))
+
+
+def _resolve(claims: Sequence[Claim] | None, root: str | os.PathLike | None) -> tuple[tuple[Claim, ...], Path | None]:
+    if root is None:
+        try:
+            root = find_root()
+        except ConfigError:  # no checkout here: no claims files, no staleness
+            root = None
+    root = Path(root) if root is not None else None
+    if claims is not None:
+        return tuple(claims), root
+    folder = claims_dir(root) if root is not None else None
+    return (load_claims(folder) if folder is not None and folder.is_dir() else ()), root
+
+
+def build_scorecard(results_root: str | os.PathLike, claims: Sequence[Claim] | None = None, *,
+                    root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """One row per claim: id, paper, where, claim, paper's numbers, notebook, then `ours (<profile>)`,
+    `verdict (<profile>)`, `detail (<profile>)` and `stale (<profile>)` for each profile with results (a single
+    unlabelled set when none has any). `root`: the repository root (default: found from the working directory)."""
+    claims, root = _resolve(claims, root)
+    registry = _registry(claims, root)
+    profiles = profiles_with_results(results_root)
+    tables = {p: _Tables(Path(results_root) / p, root=root) for p in profiles or [""]}
+    rows = []
+    for claim in claims:
+        row = {"id": claim.id, "paper": claim.paper, "where": claim.where, "claim": claim.statement,
+               "paper's numbers": claim.paper_numbers, "notebook": claim.notebook}
+        for profile in profiles or [""]:
+            verdict = evaluate_claim(claim, Path(results_root) / profile, root=root, tables=tables[profile],
+                                     registry=registry)
+            suffix = f" ({profile})" if profile else ""
+            row.update({f"ours{suffix}": verdict.ours, f"verdict{suffix}": verdict.status,
+                        f"shown{suffix}": verdict.short, f"detail{suffix}": verdict.detail,
+                        f"ER{suffix}": verdict.er,
+                        f"delta RI{suffix}": "" if verdict.delta_ri is None or math.isnan(verdict.delta_ri)
+                        else f"{verdict.delta_ri:+.2f}",
+                        f"stale{suffix}": verdict.stale or ""})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------- the page
+
+_MARKDOWN_SPECIAL = "\\`*_[]<>$|~#"
+
+
+@dataclass(frozen=True)
+class _ClaimLink:
+    """A table cell that links a claim to its row on its notebook's page (`claim_link`)."""
+
+    claim_id: str
+    notebook: str
+
+
+def claim_anchor(claim_id: str) -> str:
+    """The HTML id of a claim's row in its page's verdict box (`reproduce.book_notebook` writes it)."""
+    return "claim-" + re.sub(r"[^A-Za-z0-9_-]", "-", claim_id)
+
+
+def claim_link(claim_id: str, notebook: str) -> str:
+    """An HTML link from a page in book/ to the claim's row on its notebook's page: an anchor inside a page is not a
+    Sphinx target, so a plain link to the built page."""
+    return (f'<a href="../notebooks/{html.escape(notebook)}.html#{claim_anchor(claim_id)}">'
+            f"{html.escape(claim_id)}</a>")
+
+
+def _md(text: Any) -> str:
+    """Plain text for a Markdown table cell or list item: Markdown's special characters escaped, one line."""
+    if isinstance(text, _ClaimLink):
+        return claim_link(text.claim_id, text.notebook)
+    return escape_markdown(text)
+
+
+def escape_markdown(text: Any) -> str:
+    """`text` on one line with Markdown's special characters escaped, to show as it is in a page."""
+    out = str(text).replace("\n", " ")
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in out)
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _papers(root: Path | None, claims: Sequence[Claim]) -> dict[str, str]:
+    titles: dict[str, str] = {}
+    if root is not None:
+        try:
+            titles = load_papers(claims_dir(root))
+        except TaserError:
+            titles = {}
+    for claim in claims:
+        titles.setdefault(claim.paper, claim.paper)
+    return {k: v for k, v in titles.items() if any(c.paper == k for c in claims)}
+
+
+def verdict_counts_table(card: pd.DataFrame, profiles: Sequence[str]) -> list[str]:
+    """The verdict counts per profile as Markdown table lines (the scorecard's summary; the book's front page too)."""
+    labels = list(profiles) or [""]
+    show_error = any((card[f"verdict{' (' + p + ')' if p else ''}"] == ERROR).any() for p in labels)
+    header = ["profile", *VERDICTS, *([ERROR] if show_error else []), "stale", "testable"]
+    rows = []
+    for p in labels:
+        suffix = f" ({p})" if p else ""
+        col = card[f"verdict{suffix}"]
+        counts = [int((col == v).sum()) for v in header[1:-2]]
+        testable = int(col.isin(TESTABLE).sum())
+        rows.append([p or "(none)", *counts, int((card[f"stale{suffix}"] != "").sum()),
+                     f"{testable} of {len(col)}"])
+    return _table(header, rows)
+
+
+def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathLike,
+                         claims: Sequence[Claim] | None = None, *,
+                         root: str | os.PathLike | None = None, link_pages: bool = True) -> pd.DataFrame:
+    """Write the book's scorecard page (MyST markdown) from results_root; returns the scorecard table. With
+    `link_pages`, each claim links to its notebook's page (`../notebooks/<notebook>.ipynb`, as the book lays it)."""
+    claims, root = _resolve(claims, root)
+    card = build_scorecard(results_root, claims, root=root)
+    profiles = profiles_with_results(results_root)
+    labels = profiles or [""]
+    lines = [
+        "# Scorecard",
+        "",
+        "Every headline claim of both papers: the paper's numbers, ours, and a verdict at each profile that has "
+        f"results (generated {run_metadata()['time_utc']} from the saved result tables).",
+        "",
+        "- **smoke** results come from tiny slices and only show that the pipeline runs: their numbers mean nothing. "
+        "**cpu** runs the offline data with the packaged MiniLM model, which is not the papers' setting "
+        "(see [Reproducing](reproduce.md)). **gpu** is sized for one GPU; **full** is paper scale.",
+        f"- Verdicts: *{HOLDS}* and *{FAILS}* come from the test that matches the claim's words, at alpha 0.05, on the "
+        "values the test itself uses (per-question or per-seed means; a pooled statistic by a bootstrap over "
+        "questions): a paired randomisation or t-test for \"A beats B\", two one-sided tests for \"within m\", a "
+        "non-inferiority test with the claim's margin for \"on par\", an exact binomial test for a share, a "
+        f"two-sample test for unpaired groups. When the test cannot decide, the verdict is *{WITHIN_NOISE}*. A "
+        f"failed claim shows the direction observed. A claim without such values can only hold or fail "
+        f"({NO_NOISE}). *{NOT_TESTABLE}*: a precondition the claim rests on (the teacher leads, every compared "
+        "model trained past its initialisation, the metric below its ceiling) was measured and does not hold, "
+        f"so the claim is not judged; the reason gives the measurement. *{NOT_RUN}*: the notebook has no result for "
+        f"it at that profile; *{PLANNED}*: the notebook that will reproduce it is not written yet. *stale*: the "
+        "notebook or a library file it uses changed since the result was made.",
+        "- **ER** is the effect ratio of Breuer et al. (SIGIR 2020): our mean per-question (or per-seed) "
+        "improvement over the paper's improvement (1: the whole effect came back; between 0 and 1: part of it; "
+        "0 or less: none, or reversed). It is shown where the claims file gives the paper's numbers; the paper's "
+        "numbers are on its own datasets (MS MARCO, NQ), ours on the offline testbed, so ER compares effect "
+        "sizes across datasets, not a replication on the same data.",
+        "- Each claim's statement, its test and the details of its verdicts are in the list below each paper's "
+        "table.",
+        "",
+        "## Summary",
+        "",
+    ]
+    if not claims:
+        lines += ["No claims files were found (`notebooks/claims/<notebook>.yaml`).", ""]
+    if not profiles:
+        lines += ["No profile has results yet: run `taser reproduce --profile cpu`.", ""]
+    lines += verdict_counts_table(card, labels)
+
+    preconditions = _preconditions(root)
+    if preconditions and profiles:
+        lines += ["## Preconditions", "",
+                  "What the claims rest on, measured on the same results. A claim that requires one which does not "
+                  f"hold reads *{NOT_TESTABLE}*.", ""]
+        rows = []
+        for name, pre in preconditions.items():
+            users = sorted(c.id for c in claims if name in c.requires)
+            for p in profiles:
+                verdict = evaluate_claim(pre, Path(results_root) / p, root=root,
+                                         tables=_Tables(Path(results_root) / p, root=root))
+                met = PRECONDITION_STATUS.get(verdict.status, verdict.status)
+                groups = "; ".join(f"{g}: {'met' if st == HOLDS else 'not met'}"
+                                   for g, st in (verdict.groups or {}).items())
+                rows.append([name, p, met + (f" ({groups})" if groups and len(verdict.groups) > 1 else ""),
+                             verdict.ours or "–", pre.statement, ", ".join(users) or "–"])
+        lines += _table(["precondition", "profile", "status", "measured", "what it says", "claims"], rows)
+
+    for paper, title in _papers(root, claims).items():
+        part = card[card["paper"] == paper]
+        lines += [f"## {title}", ""]
+        for p in labels:
+            suffix = f" ({p})" if p else ""
+            if p:
+                lines += [f"### {p}", ""]
+            lines += _table(["claim", "verdict", "ER", "paper", "ours"],
+                            [[_ClaimLink(r["id"], r["notebook"])
+                              if link_pages and (root is None or (root / "notebooks" / f"{r['notebook']}.ipynb").is_file())
+                              else r["id"],
+                              r[f"shown{suffix}"],
+                              r[f"ER{suffix}"], r["paper's numbers"], r[f"ours{suffix}"]]
+                             for _, r in part.iterrows()])
+        lines += [f":::{{dropdown}} {_md(title)}: the claims in full, with their tests and verdicts", ""]
+        by_id = {c.id: c for c in claims}
+        for _, r in part.iterrows():
+            claim = by_id[r["id"]]
+            over = f" for each {_md(claim.over)}" + (f" in {_md(', '.join(claim.groups))}" if claim.groups else "") \
+                if claim.over else ""
+            lines.append(f"- **{_md(claim.id)}** ({_md(claim.where)}; notebook {_md(claim.notebook)}, table "
+                         f"{_md(claim.table)}). {_md(_sentence(claim.statement))} Paper: {_md(claim.paper_numbers)}. "
+                         f"Test: `{claim.test}`{over}.")
+            for p in labels:
+                suffix = f" ({p})" if p else ""
+                detail = r[f"detail{suffix}"]
+                lines.append(f"  - {p + ': ' if p else ''}*{_md(r[f'verdict{suffix}'])}*"
+                             + (f": {_md(detail)}" if detail else ""))
+        lines += [":::", ""]
+    atomic_write_text(out_md, "\n".join(lines))
+    return card
