@@ -23,7 +23,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -167,9 +167,11 @@ def load_result(folder: str | os.PathLike, name: str) -> pd.DataFrame | dict[str
     return None
 
 
-def stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> str | None:
+def stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".",
+                 ignore: Callable[[str], bool] | None = None) -> str | None:
     """None when the result in `result_folder` is up to date with the checkout at `repo_root`; otherwise a short
-    reason: its notebook changed, or a library file it depends on changed, or it predates that record."""
+    reason: its notebook changed, or a library file it depends on changed, or it predates that record. A library
+    file for which `ignore(rel_file)` is true does not count."""
     folder, root = Path(result_folder), Path(repo_root)
     meta = read_meta(folder)
     if meta is None:
@@ -187,6 +189,8 @@ def stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike 
         return f"notebook {rel} changed since the result was made"
     changed = []
     for rel_file, digest in meta["library_files"].items():
+        if ignore is not None and ignore(rel_file):
+            continue
         path = library_path(rel_file, root)
         if not path.is_file():
             changed.append(f"{rel_file} (removed)")

@@ -31,7 +31,6 @@ The contract for notebooks, so that their results can be scored:
 
 from __future__ import annotations
 
-import hashlib
 import html
 import math
 import os
@@ -49,8 +48,7 @@ from .claims import (Claim, Comparison, claims_dir, evaluate, find_root, load_cl
 from taser_lib.errors import ConfigError, TaserError
 from taser_lib.io import atomic_write_text
 from taser_lib.meta import run_metadata
-from .results import META_NAME, PROFILE_ORDER, load_result, read_meta
-from .results import library_path
+from .results import META_NAME, PROFILE_ORDER, load_result
 from .results import stale_reason as _recorded_stale_reason
 
 PLANNED, NOT_RUN, HOLDS, FAILS, WITHIN_NOISE, ERROR = "planned", "not run", "holds", "fails", "within noise", "error"
@@ -117,22 +115,8 @@ DRAWING_FILES = "taser_book/plots/"
 def stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> str | None:
     """None when the result is up to date with the checkout at `repo_root`, else why (see `results.stale_reason`);
     a changed file of JUDGING_FILES or DRAWING_FILES does not count."""
-    reason = _recorded_stale_reason(result_folder, repo_root)
-    if reason is None or not reason.startswith("library file "):
-        return reason
-    changed = []
-    for rel_file, digest in (read_meta(result_folder) or {}).get("library_files", {}).items():
-        if rel_file in JUDGING_FILES or rel_file.startswith(DRAWING_FILES):
-            continue
-        path = library_path(rel_file, repo_root)
-        if not path.is_file():
-            changed.append(f"{rel_file} (removed)")
-        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-            changed.append(rel_file)
-    if not changed:
-        return None
-    more = f" and {len(changed) - 1} other(s)" if len(changed) > 1 else ""
-    return f"library file {changed[0]}{more} changed since the result was made"
+    return _recorded_stale_reason(result_folder, repo_root,
+                                  ignore=lambda f: f in JUDGING_FILES or f.startswith(DRAWING_FILES))
 
 
 # ----------------------------------------------------------------------------------------------- tables
