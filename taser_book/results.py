@@ -1,7 +1,10 @@
 """Result files of a notebook run: `save_result` / `load_result`, `meta.json`, provenance, staleness, profile order.
 
 Below both the runner (`taser_book.reproduce`) and the scorecard (`taser_book.scorecard`), which read and write these
-files, so neither imports the other. Layout: `results/<profile>/<notebook>/<table>.csv|json` plus `meta.json`.
+files, so neither imports the other. Layout: `results/<profile>/<notebook>/<table>.csv|json` plus `meta.json`; a
+table whose CSV would pass `COMPRESS_ABOVE_BYTES` (the per-question tables behind the paired tests: 2,192 questions x
+models x cutoffs) is written as `<table>.csv.gz` instead, byte-for-byte reproducible (no timestamp in the gzip
+header), and `load_result` reads either.
 
 Provenance in `meta.json` (written by `save_result` inside the notebook's kernel; the runner adds the rest):
     library_version     taser_lib.__version__
@@ -18,7 +21,9 @@ A result is *stale* (`stale_reason`) when its notebook or one of its library fil
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -30,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from taser_lib.errors import FormatError
-from taser_lib.io import atomic_path, atomic_write_json
+from taser_lib.io import atomic_write_bytes, atomic_write_json
 from taser_lib.meta import machine_description, run_metadata
 
 PROFILE_ORDER = ("smoke", "cpu", "gpu", "full")
@@ -39,6 +44,7 @@ EXECUTED_NAME = "notebook.ipynb"
 _RESULT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _PACKAGE = "taser_lib"
 _PACKAGES = ("taser_lib", "taser_book")  # the core and this package: a result depends on the files of both
+COMPRESS_ABOVE_BYTES = 2 ** 20  # a table's CSV over 1 MiB is committed gzip-compressed (results/ stays under 25 MB)
 
 
 def _file_sha256(path: str | os.PathLike) -> str:
@@ -112,9 +118,11 @@ def save_result(results_dir: str | os.PathLike | None, name: str, data: pd.DataF
         plain_index = isinstance(data.index, pd.RangeIndex) and data.index.start == 0 and data.index.step == 1 \
             and data.index.name is None
         frame = data if plain_index else data.reset_index()  # a meaningful index becomes a column
-        path = folder / f"{name}.csv"
-        with atomic_path(path) as tmp:
-            frame.to_csv(tmp, index=False)
+        text = frame.to_csv(index=False).encode("utf-8")
+        compress = len(text) > COMPRESS_ABOVE_BYTES
+        path = folder / (f"{name}.csv.gz" if compress else f"{name}.csv")
+        atomic_write_bytes(path, gzip.compress(text, mtime=0) if compress else text)
+        (folder / (f"{name}.csv" if compress else f"{name}.csv.gz")).unlink(missing_ok=True)  # its other form
         entry = {"file": path.name, "rows": len(frame), "columns": [str(c) for c in frame.columns]}
     elif isinstance(data, Mapping):
         path = folder / f"{name}.json"
@@ -158,10 +166,13 @@ def read_meta(folder: str | os.PathLike) -> dict[str, Any] | None:
 
 
 def load_result(folder: str | os.PathLike, name: str) -> pd.DataFrame | dict[str, Any] | None:
-    """A table written by `save_result` (DataFrame from CSV, dict from JSON), or None if there is none."""
+    """A table written by `save_result` (DataFrame from CSV or compressed CSV, dict from JSON), or None if there is
+    none."""
     folder = Path(folder)
     if (folder / f"{name}.csv").is_file():
         return pd.read_csv(folder / f"{name}.csv")
+    if (folder / f"{name}.csv.gz").is_file():
+        return pd.read_csv(io.BytesIO(gzip.decompress((folder / f"{name}.csv.gz").read_bytes())))
     if (folder / f"{name}.json").is_file():
         return json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
     return None

@@ -160,6 +160,23 @@ def test_save_result_writes_atomically_with_meta(tmp_path):
         save_result(tmp_path, "bad", [1, 2, 3])
 
 
+def test_save_result_compresses_a_large_table_reproducibly_and_replaces_its_other_form(tmp_path, monkeypatch):
+    import taser_book.results as results
+    monkeypatch.setattr(results, "COMPRESS_ABOVE_BYTES", 200)
+    small = pd.DataFrame({"query_id": ["q1"], "value": [1.0]})
+    large = pd.DataFrame({"query_id": [f"q{i}" for i in range(100)], "value": [i / 3 for i in range(100)]})
+    assert save_result(tmp_path, "per_query", small) == tmp_path / "per_query.csv"
+    first = save_result(tmp_path, "per_query", large)
+    assert first == tmp_path / "per_query.csv.gz" and not (tmp_path / "per_query.csv").exists()
+    assert load_result(tmp_path, "per_query").equals(large)
+    blob = first.read_bytes()
+    save_result(tmp_path, "per_query", large)
+    assert first.read_bytes() == blob  # no timestamp: the same table gives the same bytes
+    assert json.loads((tmp_path / "meta.json").read_text())["tables"]["per_query"]["file"] == "per_query.csv.gz"
+    assert save_result(tmp_path, "per_query", small) == tmp_path / "per_query.csv"
+    assert not first.exists() and load_result(tmp_path, "per_query").equals(small)
+
+
 def test_save_result_without_results_dir_says_so(capsys):
     assert save_result(None, "x", {"a": 1}) is None
     assert "not saved" in capsys.readouterr().out
