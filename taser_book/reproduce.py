@@ -747,8 +747,15 @@ def _precondition_box(preconditions: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _shows_claims(source: str) -> bool:
+    """Whether a notebook cell ends by showing the page's claims: `publish(...)` (its tables saved, then its claims
+    judged on them) or `notebook_claims(...)`."""
+    return "publish(" in source or "notebook_claims(" in source
+
+
 def _claims_output(claims: pd.DataFrame) -> dict:
-    """The output of a notebook's `notebook_claims(...)` cell, made again from the current claims and tests."""
+    """The output of a notebook's `publish(...)` or `notebook_claims(...)` cell, made again from the current claims
+    and tests."""
     import nbformat
 
     with pd.option_context("display.max_colwidth", None):
@@ -764,7 +771,7 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
     with the source's current cell tags (so `hide-input` set-up cells collapse), without stderr, warnings and
     progress bars, and, under its title, which run made it and, when `stale`, a warning saying why. `claims` (the
     page's claims judged now, `scorecard.notebook_claims`) opens the page as its verdict box and replaces the output
-    of the notebook's own `notebook_claims(...)` cell, which was judged when the notebook ran."""
+    of the notebook's own `publish(...)` (or `notebook_claims(...)`) cell, which was judged when the notebook ran."""
     import nbformat
 
     source_nb = nbformat.read(str(source), as_version=4)
@@ -782,7 +789,7 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
             cell.metadata["tags"] = tags
         if cell.cell_type == "code":
             cell.outputs = _clean_outputs(cell.get("outputs", []))
-            if claims is not None and executed is not None and "notebook_claims(" in cell.source \
+            if claims is not None and executed is not None and _shows_claims(cell.source) \
                     and "import" not in cell.source:
                 cell.outputs = [_claims_output(claims)]
     nb.metadata.pop("widgets", None)  # the progress-bar widgets' saved state: their outputs are gone

@@ -48,7 +48,7 @@ from .claims import (Claim, Comparison, claims_dir, evaluate, find_root, load_cl
 from taser_lib.errors import ConfigError, TaserError
 from taser_lib.io import atomic_write_text
 from taser_lib.meta import run_metadata
-from .results import META_NAME, PROFILE_ORDER, load_result
+from .results import META_NAME, PROFILE_ORDER, load_result, save_result
 from .results import stale_reason as _recorded_stale_reason
 
 PLANNED, NOT_RUN, HOLDS, FAILS, WITHIN_NOISE, ERROR = "planned", "not run", "holds", "fails", "within noise", "error"
@@ -640,6 +640,26 @@ def notebook_claims(notebook: str, results_dir: str | os.PathLike | None = None,
             row.update({"ours": verdict.ours, "verdict": verdict.short, "ER": verdict.er, "detail": verdict.detail})
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
+
+
+def publish(results_dir: str | os.PathLike | None, notebook: str, tables: Mapping[str, Any],
+            parameters: Mapping[str, Any] | None = None, *,
+            table_parameters: Mapping[str, Mapping[str, Any]] | None = None,
+            root: str | os.PathLike | None = None) -> pd.DataFrame | None:
+    """A page's last cell in one call: save each of its `tables` ({name: DataFrame or mapping}, in order, with
+    `results.save_result`) under `results_dir`, recording `parameters` (what the page ran with) with the first and
+    `table_parameters[name]` with that table; then return the page's claims beside ours, judged on what was just
+    saved (`notebook_claims`), or None for a page without a claims file. With `results_dir=None` (a notebook opened
+    by hand) nothing is written and the claims come without our numbers."""
+    unknown = set(table_parameters or {}) - set(tables)
+    if unknown:
+        raise ConfigError(f"publish({notebook!r}): table_parameters names tables it does not save: {sorted(unknown)}")
+    for i, (name, table) in enumerate(tables.items()):
+        own = {**(parameters or {} if i == 0 else {}), **(table_parameters or {}).get(name, {})}
+        save_result(results_dir, name, table, parameters=own or None)
+    if not (claims_dir(root) / f"{notebook}.yaml").is_file():
+        return None
+    return notebook_claims(notebook, results_dir, root=root)
 
 
 PRECONDITION_STATUS = {HOLDS: "met", FAILS: "not met", WITHIN_NOISE: "not shown"}

@@ -135,6 +135,23 @@ def test_set_up_cells_are_collapsed():
         assert "hide-input" in first_code.metadata.get("tags", []), f"{path.name}: set-up cell not collapsed"
 
 
+VISIBLE_CELL_LINES = 3  # a visible cell is one short library call and its result; longer code collapses
+
+
+def test_visible_cells_are_short_calls():
+    """The page shows the argument, not the plumbing: a code cell a reader sees unfolded is at most
+    VISIBLE_CELL_LINES lines; training loops, reshaping and labelling collapse behind "show code"."""
+    long = []
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            tags = set(cell.metadata.get("tags", []))
+            if cell.cell_type == "code" and not tags & {"hide-input", "remove-input", "remove-cell"}:
+                lines = cell.source.strip().count("\n") + 1
+                if lines > VISIBLE_CELL_LINES:
+                    long.append(f"{path.name} cell {i}: {lines} lines")
+    assert not long, "visible cells longer than a short call:\n" + "\n".join(long)
+
+
 # ------------------------------------------------------------------------------------------------ the pages
 
 def _executed(tmp_path, outputs_by_cell):

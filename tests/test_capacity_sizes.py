@@ -1,5 +1,5 @@
 """The DE paper's capacity axis as data (`runs.capacity`): "L-H" sizes and checkpoint entries turned into the
-overrides of the CA and DE runs, and the number of documents K per query of Table 6."""
+changes of the CA and DE runs, and the number of documents K per query of Table 6."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 
 from taser_lib.errors import ConfigError
 from taser_book.runs.cache import CachedRun, resolve_config
-from taser_book.runs.capacity import (Size, checkpoint_shape, documents_overrides, largest, parse_size,
-                                         parse_sizes, size_overrides, turc_checkpoint)
+from taser_book.runs.capacity import (Size, checkpoint_shape, documents_changes, largest, parse_size,
+                                         parse_sizes, size_changes, turc_checkpoint)
 from taser_lib.training.config import config_to_dict
+from taser_book.runs import changes
 from taser_book.runs.recipes import variant
 
 SHAPE = (6, 384)  # the offline default, MiniLM-L6-H384
@@ -20,22 +21,21 @@ SHAPE = (6, 384)  # the offline default, MiniLM-L6-H384
 def test_a_size_on_the_profile_model_cuts_layers_and_projects_the_de_only():
     small = parse_size("2-64")
     assert (small.layers, small.dim, small.checkpoint, small.label) == (2, 64, None, "2-64")
-    assert size_overrides(small, "distill", SHAPE) == ["model.overrides.num_hidden_layers=2",
-                                                       "model.overrides.projection_dim=64"]
-    assert size_overrides(small, "cross-encoder", SHAPE) == ["model.overrides.num_hidden_layers=2"]
+    assert size_changes(small, "distill", SHAPE) == [changes.model_overrides(num_hidden_layers=2, projection_dim=64)]
+    assert size_changes(small, "cross-encoder", SHAPE) == [changes.model_overrides(num_hidden_layers=2)]
     narrow = parse_size("6-128")  # full depth: only the projection, and nothing for the CA
-    assert size_overrides(narrow, "distill", SHAPE) == ["model.overrides.projection_dim=128"]
-    assert size_overrides(narrow, "cross-encoder", SHAPE) == []
-    assert size_overrides(parse_size(" 6 - 384 "), "distill", SHAPE) == []  # the checkpoint itself
+    assert size_changes(narrow, "distill", SHAPE) == [changes.model_overrides(projection_dim=128)]
+    assert size_changes(narrow, "cross-encoder", SHAPE) == []
+    assert size_changes(parse_size(" 6 - 384 "), "distill", SHAPE) == []  # the checkpoint itself
 
 
 def test_the_checkpoint_size_is_the_same_run_as_no_size_at_all():
-    """An explicit override equal to the checkpoint's value would change the resolved config (and the run's key):
+    """An explicit setting equal to the checkpoint's value would change the resolved config (and the run's key):
     the mapping gives none, so the largest size reuses every other notebook's DE run."""
-    config = variant("de-one-hot", section="reranking").config_path()
+    config = variant("de-one-hot", section="reranking").load()
     plain = config_to_dict(resolve_config(config, seed=13))
-    same = config_to_dict(resolve_config(config, seed=13, overrides=size_overrides(Size(6, 384), "distill", SHAPE)))
-    other = config_to_dict(resolve_config(config, seed=13, overrides=size_overrides(Size(6, 64), "distill", SHAPE)))
+    same = config_to_dict(resolve_config(changes.apply(config, size_changes(Size(6, 384), "distill", SHAPE)), seed=13))
+    other = config_to_dict(resolve_config(changes.apply(config, size_changes(Size(6, 64), "distill", SHAPE)), seed=13))
     assert same == plain and other != plain
     assert other["model"]["overrides"]["projection_dim"] == 64
 
@@ -44,7 +44,7 @@ def test_a_checkpoint_entry_starts_both_models_from_it():
     entry = parse_size({"size": "2-128", "checkpoint": turc_checkpoint(2, 128)})
     assert entry.checkpoint == "google/bert_uncased_L-2_H-128_A-2" and entry.label == "2-128"
     for kind in ("distill", "cross-encoder"):
-        assert size_overrides(entry, kind, SHAPE) == ["model.name_or_path=google/bert_uncased_L-2_H-128_A-2"]
+        assert size_changes(entry, kind, SHAPE) == [changes.model(name_or_path="google/bert_uncased_L-2_H-128_A-2")]
     base = parse_size({"size": "12-768", "checkpoint": "bert-base-uncased", "label": "bert-base"})
     assert base.label == "bert-base" and base.name == "12-768"
     assert turc_checkpoint(6, 768) == "google/bert_uncased_L-6_H-768_A-12"
@@ -70,9 +70,9 @@ def test_sizes_keep_their_order_and_refuse_repeats_and_impossible_depths():
     with pytest.raises(ConfigError, match="at least one"):
         parse_sizes([])
     with pytest.raises(ConfigError, match="has 6 layers, cannot keep 12"):
-        size_overrides(Size(12, 64), "distill", SHAPE)
+        size_changes(Size(12, 64), "distill", SHAPE)
     with pytest.raises(ConfigError, match="kind"):
-        size_overrides(Size(2, 64), "retriever", SHAPE)
+        size_changes(Size(2, 64), "retriever", SHAPE)
     with pytest.raises(ConfigError, match="multiple of 64"):
         turc_checkpoint(2, 100)
 
@@ -96,23 +96,28 @@ def test_checkpoint_shape_reads_the_config(tmp_path):
         checkpoint_shape(str(tmp_path))
 
 
-def test_documents_overrides_keep_one_candidate_list_for_every_k(tmp_path):
-    ca = variant("ca", section="reranking").config_path()
+def test_documents_changes_keep_one_candidate_list_for_every_k(tmp_path):
+    ca = variant("ca", section="reranking").load()
     teacher = CachedRun(tmp_path / "ca", "key", resolve_config(ca, seed=13),
                         {"paths": {"best": str(tmp_path / "ca" / "best")}})
     assert (teacher.config.data.candidates, teacher.config.data.bm25_depth) == (8, 50)  # the CPU config's
-    sets = documents_overrides(2, 20, teacher)
-    assert sets == ["training.group_size=2", "data.candidates=20", "data.bm25_depth=50",
-                    f"teacher.cache={tmp_path / 'ca' / 'teacher_scores-candidates-20'}"]
-    assert documents_overrides(4, 8, teacher) == ["training.group_size=4", "data.candidates=8", "data.bm25_depth=50"]
-    assert "data.bm25_depth=100" in documents_overrides(100, 100, teacher)
-    student = variant("de-softmax-ce", section="reranking").config_path()
+    assert documents_changes(2, 20, teacher) == [
+        changes.training(group_size=2), changes.data(candidates=20, bm25_depth=50),
+        changes.teacher(cache=str(tmp_path / "ca" / "teacher_scores-candidates-20"))]
+    assert documents_changes(4, 8, teacher) == [changes.training(group_size=4), changes.data(candidates=8,
+                                                                                            bm25_depth=50)]
+    assert changes.data(candidates=100, bm25_depth=100) in documents_changes(100, 100, teacher)
+    student = variant("de-softmax-ce", section="reranking").load()
     shared = config_to_dict(resolve_config(student, seed=13))
-    assert config_to_dict(resolve_config(student, seed=13, overrides=documents_overrides(4, 8, teacher))) == shared
-    wikiqa = CachedRun(tmp_path / "w", "key", resolve_config(ca, seed=13, overrides=["data.dataset=wikiqa"]),
+    assert config_to_dict(resolve_config(changes.apply(student, documents_changes(4, 8, teacher)), seed=13)) == shared
+    # K above the config's own group size: the candidates grow first, whatever order the changes come in
+    wide = changes.apply(student, documents_changes(20, 20, teacher))
+    assert (wide.training.group_size, wide.data.candidates) == (20, 20)
+    wikiqa = CachedRun(tmp_path / "w", "key", resolve_config(changes.apply(ca, [changes.data(dataset="wikiqa")]),
+                                                             seed=13),
                        {"paths": {"best": str(tmp_path / "w" / "best")}})
-    assert not any(s.startswith("teacher.cache") for s in documents_overrides(2, 20, wikiqa))
+    assert not any(c.section == "teacher" for c in documents_changes(2, 20, wikiqa))
     with pytest.raises(ConfigError, match="K = 30 exceeds"):
-        documents_overrides(30, 20, teacher)
+        documents_changes(30, 20, teacher)
     with pytest.raises(ConfigError, match="at least 2"):
-        documents_overrides(1, 20, teacher)
+        documents_changes(1, 20, teacher)

@@ -14,8 +14,9 @@ from training_helpers import one_thread  # noqa: F401  (fixture)
 from taser_lib.data.squad_open import build_squad_open
 from taser_lib.errors import ConfigError, FormatError
 from taser_book.runs import cache
-from taser_book.runs.recipes import (load_variants, profile_overrides, reranking_overrides, training_steps,
-                                        variant, variant_run)
+from taser_book.runs import changes
+from taser_book.runs.recipes import (load_variants, profile_changes, reranking_changes, training_steps, variant,
+                                     variant_run)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -31,49 +32,65 @@ def test_steps_follow_questions_epochs_and_batch():
     assert training_steps({"n_train": None, "epochs": 3, "batch_size": 8}) is None
 
 
-def test_profile_overrides_map_each_parameter():
-    sets = dict(s.split("=", 1) for s in profile_overrides({**PARAMS, "model": "default", "n_queries": 20}))
-    assert sets["model.name_or_path"] == "default"
-    assert sets["loop.max_steps"] == "3" and sets["loop.batch_size"] == "8" and sets["loop.lr"] == "0.001"
-    assert sets["data.max_passage_length"] == "64" and sets["data.dev_questions"] == "20"
-    assert "data.dev_corpus_sample" not in sets  # null n_docs keeps the config's own sample
-    assert sets["loop.eval_every"] == "3"  # a tiny run evaluates only at its end (and at step 0)
-    whole = dict(s.split("=", 1) for s in profile_overrides({**PARAMS, "n_train": None, "pooling": "cls"}))
-    assert whole["loop.max_steps"] == "null" and "loop.eval_every" not in whole
-    assert whole["model.overrides.pooling"] == "cls" and whole["model.overrides.normalize"] == "false"
-    assert whole["model.overrides.similarity_scale"] == "1.0"  # the papers' dot product with [CLS]
+def _sized(name, section, to_apply):
+    """The variant's config after `to_apply` (a list of changes, or a function of the config giving one)."""
+    config = variant(name, section=section).load()
+    return changes.apply(config, to_apply(config) if callable(to_apply) else to_apply)
 
 
-def test_reranking_overrides_size_teacher_and_students():
-    ca = reranking_overrides({**PARAMS, "cross_encoder_model": "default", "n_queries": 10}, "cross-encoder")
-    assert "model.name_or_path=default" in ca and "training.max_length=88" in ca  # query + passage
-    assert "data.train_queries=24" in ca and "data.test_queries=10" in ca
-    assert "model.overrides.pooling=mean" in ca  # the CA reads the mean token of a mean-pooling checkpoint
-    assert not any("pooling" in o for o in reranking_overrides({**PARAMS, "pooling": "cls"}, "cross-encoder"))
-    student = reranking_overrides({**PARAMS, "model": "default"}, "distill")
-    assert "training.max_passage_length=64" in student and "data.test_queries=null" in student
+def test_profile_changes_map_each_parameter():
+    config = _sized("taser", "variants", profile_changes({**PARAMS, "model": "default", "n_queries": 20}))
+    assert config.model.name_or_path == "default"
+    assert (config.loop.max_steps, config.loop.batch_size, config.loop.lr) == (3, 8, 0.001)
+    assert config.data.max_passage_length == 64 and config.data.dev_questions == 20
+    own = variant("taser").load().data.dev_corpus_sample
+    assert config.data.dev_corpus_sample == own  # null n_docs keeps the config's own sample
+    assert config.loop.eval_every == 3  # a tiny run evaluates only at its end (and at step 0)
+    whole = _sized("taser", "variants", profile_changes({**PARAMS, "n_train": None, "pooling": "cls"}))
+    assert whole.loop.max_steps is None and whole.loop.eval_every == variant("taser").load().loop.eval_every
+    assert whole.model.overrides["pooling"] == "cls" and whole.model.overrides["normalize"] is False
+    assert whole.model.overrides["similarity_scale"] == 1.0  # the papers' dot product with [CLS]
+    with pytest.raises(TypeError):  # a misspelt field fails where the change is applied, not in a parser later
+        changes.apply(variant("taser").load(), [changes.loop(max_stepz=3)])
+
+
+def test_reranking_changes_size_teacher_and_students():
+    sized = {**PARAMS, "cross_encoder_model": "default", "n_queries": 10}
+    ca = _sized("ca", "reranking", lambda c: reranking_changes(c, sized))
+    assert ca.model.name_or_path == "default" and ca.training.max_length == 88  # query + passage
+    assert ca.data.train_queries == 24 and ca.data.test_queries == 10
+    assert ca.model.overrides["pooling"] == "mean"  # the CA reads the mean token of a mean-pooling checkpoint
+    cls = _sized("ca", "reranking", lambda c: reranking_changes(c, {**PARAMS, "pooling": "cls"}))
+    assert "pooling" not in (cls.model.overrides or {})
+    student = _sized("de-softmax-ce", "reranking", lambda c: reranking_changes(c, {**PARAMS, "model": "default"}))
+    assert student.training.max_passage_length == 64 and student.data.test_queries is None
+    assert student.teacher.max_length == 88 and student.training.loss == "softmax_ce"
     with pytest.raises(ConfigError, match="kind"):
-        reranking_overrides(PARAMS, "retriever")
+        reranking_changes(variant("taser").load(), PARAMS)
 
 
 def test_the_teacher_takes_its_own_sizes(monkeypatch):
     from taser_book.runs import recipes
     calls = []
-    monkeypatch.setattr(recipes, "trained_run", lambda path, seed, overrides, **kw: calls.append(overrides) or path)
+    monkeypatch.setattr(recipes, "trained_run", lambda config, seed, **kw: calls.append(config) or config)
     sized = {**PARAMS, "cross_encoder_model": "default", "n_queries": 500,
              "teacher": {"n_train": 80, "n_queries": None}}
     recipes.reranking_run("ca", 13, sized)
     ca = calls[-1]
-    assert "data.train_queries=80" in ca and "data.test_queries=null" in ca  # the teacher's own sizes
-    assert not any(o.startswith("data.dev_queries") for o in ca)
+    assert ca.data.train_queries == 80 and ca.data.test_queries is None  # the teacher's own sizes
+    assert ca.data.dev_queries == variant("ca", section="reranking").load().data.dev_queries
     teacher = SimpleNamespace(model_path="/runs/ca/best")
     recipes.reranking_run("de-softmax-ce", 13, sized, teacher=teacher)
     student = calls[-1]
-    assert "data.train_queries=24" in student and "data.test_queries=500" in student
-    assert "data.dev_queries=40" in student  # capped at the config's own dev sample
-    assert "loop.max_steps=6" in student  # ceil(24 questions / 4 per step)
-    recipes.reranking_run("de-softmax-ce", 13, {**sized, "n_queries": 10}, teacher=teacher)
-    assert "data.dev_queries=10" in calls[-1]
+    assert student.data.train_queries == 24 and student.data.test_queries == 500
+    assert student.data.dev_queries == 40  # capped at the config's own dev sample
+    assert student.loop.max_steps == 6  # ceil(24 questions / 4 per step)
+    assert student.teacher.model == "/runs/ca/best"
+    recipes.reranking_run("de-softmax-ce", 13, {**sized, "n_queries": 10}, teacher=teacher,
+                          changes=[changes.training(label_smoothing=0.1)])
+    assert calls[-1].data.dev_queries == 10 and calls[-1].training.label_smoothing == 0.1  # the page's, last
+    with pytest.raises(ConfigError, match="teacher="):
+        recipes.reranking_run("de-softmax-ce", 13, sized)
 
 
 def test_library_variants_name_existing_configs():
@@ -81,7 +98,9 @@ def test_library_variants_name_existing_configs():
     assert {"dpr", "taser", "shared", "seq-r-2", "tok-r-4"} <= set(variants)
     for v in [*variants.values(), *load_variants(section="reranking").values()]:
         assert v.config_path().is_file(), v
-    assert variant("tok-r-4").set == {"model.overrides.routing": "token", "model.overrides.num_experts": 4}
+    assert variant("tok-r-4").set == {"model": {"overrides": {"routing": "token", "num_experts": 4}}}
+    merged = variant("tok-r-4").load().model.overrides  # merged into the base config's own overrides
+    assert merged["routing"] == "token" and merged["num_experts"] == 4 and "shared_blocks" in merged
     with pytest.raises(ConfigError, match="unknown variants entry 'nope'"):
         variant("nope")
 
@@ -90,6 +109,10 @@ def test_a_bad_variants_file_names_the_entry(tmp_path):
     path = tmp_path / "v.yaml"
     path.write_text(yaml.safe_dump({"variants": {"x": {"label": "X"}}}), encoding="utf-8")
     with pytest.raises(FormatError, match=r"variants\.x"):
+        load_variants(path)
+    path.write_text(yaml.safe_dump({"variants": {"x": {"label": "X", "config": "c.yaml", "set": ["a=1"]}}}),
+                    encoding="utf-8")
+    with pytest.raises(FormatError, match=r"variants\.x\.set"):
         load_variants(path)
 
 

@@ -284,17 +284,17 @@ def test_paper_params_key_names_the_table_a1_row(tiny_bert6):
     assert paper_params_key(TaserModel.from_bert(tiny_bert6, routing="sequence", num_experts=3)) is None
 
 
-def test_entropy_mode_overrides_leave_the_default_runs_config_alone():
-    from taser_lib.training.config import load_config
-    from taser_book.runs.recipes import entropy_mode_overrides, variant
+def test_entropy_mode_changes_leave_the_default_runs_config_alone():
+    from taser_book.runs import changes
+    from taser_book.runs.recipes import entropy_mode_changes, variant
 
     seq = variant("seq-r-2")
-    assert entropy_mode_overrides("release") == []  # the default: the variant's own run, not a second one
+    assert entropy_mode_changes("release") == []  # the default: the variant's own run, not a second one
     for mode in ("literal", "balance"):
-        config = load_config(seq.config_path(), overrides=[*seq.overrides(), *entropy_mode_overrides(mode)])
+        config = changes.apply(seq.load(), entropy_mode_changes(mode))
         assert config.model.overrides["entropy_mode"] == mode and config.model.overrides["routing"] == "sequence"
     with pytest.raises(ConfigError, match="release, literal, balance"):
-        entropy_mode_overrides("maximise")
+        entropy_mode_changes("maximise")
 
 
 def test_usage_summary_tells_a_det_r_split_from_a_collapse(tiny_bert6):

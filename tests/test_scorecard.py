@@ -14,11 +14,12 @@ import pandas as pd
 import pytest
 
 from taser_book.claims import claims_files, load_claims, load_claims_file, load_claims_files, load_papers
-from taser_lib.errors import FormatError
+from taser_lib.errors import ConfigError, FormatError
 from taser_lib.evaluation.significance import paired_t_test, randomisation_test
 from taser_book.results import save_result
 from taser_book.scorecard import (ERROR, FAILS, HOLDS, NO_NOISE, NOT_RUN, PLANNED, WITHIN_NOISE, build_scorecard,
                                  evaluate_claim, notebook_claims, profiles_with_results, write_scorecard_page)
+from taser_book.scorecard import publish as publish_page
 
 REPO = Path(__file__).resolve().parents[1]
 CLAIMS_DIR = REPO / "notebooks" / "claims"
@@ -98,7 +99,7 @@ def test_every_claims_file_parses_and_every_claim_survived_the_move():
     # the notebooks that exist show their claims from these files
     for name in ("taser_architecture", "baselines"):
         assert (REPO / "notebooks" / f"{name}.ipynb").is_file()
-        assert f'notebook_claims(\\"{name}\\"' in (REPO / "notebooks" / f"{name}.ipynb").read_text()
+        assert f'publish(results_dir, \\"{name}\\"' in (REPO / "notebooks" / f"{name}.ipynb").read_text()
         assert list(notebook_claims(name)["id"]) == [c.id for c in claims if c.notebook == name]
 
 
@@ -527,6 +528,24 @@ def test_notebook_claims_reads_the_notebooks_claims_file(directions):
     assert list(table["id"]) == ["P-params", "P-per-dataset", "P-needs-bm25"]
     assert list(table["verdict"]) == [HOLDS, FAILS, NOT_RUN]
     assert notebook_claims("no_such_notebook", root=directions).empty
+
+
+def test_publish_saves_a_pages_tables_then_judges_its_claims_on_them(directions):
+    folder = directions / "results" / "cpu" / "nb2"
+    (directions / "notebooks" / "claims" / "nb2.yaml").write_text(GOOD.replace("X-1", "N-1"))
+    table = publish_page(folder, "nb2", {"t": pd.DataFrame({"model": ["a", "b"], "value": [2.0, 1.0]}),
+                                         "extra": {"alpha": 0.5}},
+                         parameters={"profile": "cpu", "seed": 13}, table_parameters={"extra": {"source": "x"}},
+                         root=directions)
+    meta = json.loads((folder / "meta.json").read_text())
+    assert set(meta["tables"]) == {"t", "extra"} and meta["parameters"] == {"profile": "cpu", "seed": 13,
+                                                                             "source": "x"}
+    assert meta["tables"]["t"]["parameters"] == {"profile": "cpu", "seed": 13}
+    assert meta["tables"]["extra"]["parameters"] == {"source": "x"}
+    assert list(table["id"]) == ["N-1"] and list(table["verdict"]) == [HOLDS]  # judged on the table just saved
+    assert publish_page(folder, "no_claims_file", {"t": pd.DataFrame({"x": [1]})}, root=directions) is None
+    with pytest.raises(ConfigError, match="does not save"):
+        publish_page(folder, "nb2", {"t": pd.DataFrame({"x": [1]})}, table_parameters={"other": {}}, root=directions)
 
 
 def test_a_new_notebook_needs_only_its_claims_file(directions):

@@ -15,13 +15,13 @@ from training_helpers import make_tiny_bert, one_thread  # noqa: F401  (one_thre
 from taser_lib.data.types import Document, Query
 from taser_lib.errors import ConfigError
 from taser_lib.models import build_model, load_model, load_tokenizer
-from taser_book.runs import scoring
+from taser_book.runs import changes, scoring
 from taser_lib.training.config import ModelConfig
 from taser_lib.training.cross_encoder import score_and_cache_teacher, score_pairs
 from taser_lib.training.reranking import RerankingSet, passage_text
 from taser_lib.training.retriever import build_retriever
 from taser_book.runs.scoring import (early_steps, grid_matrix, grid_set, saved_model_scores, scoring_settings,
-                                        stage_checkpoint, stage_overrides, stage_runs, stage_scores)
+                                        stage_checkpoint, stage_changes, stage_runs, stage_scores)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 WORDS = ["zebra", "violin", "glacier", "saffron", "harbor", "quartz", "meadow", "lantern", "orbit", "canyon"]
@@ -213,33 +213,38 @@ def test_early_steps_are_a_fraction_kept_inside_the_run():
             early_steps(10, bad)
 
 
-def test_stage_overrides_shrink_only_the_cross_encoders_training_set():
-    assert stage_overrides(_run("distill"), 50) == ["loop.max_steps=50", "data.test_split=null",
-                                                    "data.dev_queries=8", "training.train_eval_queries=8"]
-    assert stage_overrides(_run("distill"), 5, eval_queries=3)[2:] == ["data.dev_queries=3",
-                                                                      "training.train_eval_queries=3"]
+def test_stage_changes_shrink_only_the_cross_encoders_training_set():
+    assert stage_changes(_run("distill"), 50) == [changes.loop(max_steps=50),
+                                                  changes.data(test_split=None, dev_queries=8),
+                                                  changes.training(train_eval_queries=8)]
+    assert stage_changes(_run("distill"), 5, eval_queries=3)[1:] == [changes.data(test_split=None, dev_queries=3),
+                                                                    changes.training(train_eval_queries=3)]
     with pytest.raises(ValueError, match="eval_queries"):
-        stage_overrides(_run("distill"), 5, eval_queries=0)
-    assert stage_overrides(_run("cross-encoder"), 50)[-1] == "data.train_queries=200"
-    assert stage_overrides(_run("cross-encoder"), 0)[-1] == "data.train_queries=4"  # one batch to build
-    assert stage_overrides(_run("cross-encoder", train_queries=8), 50)[-1] == "data.train_queries=8"
-    assert stage_overrides(_run("cross-encoder", train_queries=None), 50)[-1] == "data.train_queries=200"
+        stage_changes(_run("distill"), 5, eval_queries=0)
+
+    def train_queries(run, steps):
+        return stage_changes(run, steps)[1].values["train_queries"]
+    assert train_queries(_run("cross-encoder"), 50) == 200
+    assert train_queries(_run("cross-encoder"), 0) == 4  # one batch to build
+    assert train_queries(_run("cross-encoder", train_queries=8), 50) == 8
+    assert train_queries(_run("cross-encoder", train_queries=None), 50) == 200
 
 
 def test_stage_runs_train_init_and_early_with_the_final_runs_recipe(monkeypatch):
     calls = []
 
-    def fake(name, seed, params, *, teacher=None, overrides=(), progress=True):
-        calls.append((name, seed, teacher, list(overrides)))
-        return SimpleNamespace(name=f"{name}:{overrides[1]}")
+    def fake(name, seed, params, *, teacher=None, changes=(), progress=True):
+        calls.append((name, seed, teacher, list(changes)))
+        return SimpleNamespace(name=f"{name}:{changes[1]}")
 
     monkeypatch.setattr("taser_book.runs.recipes.reranking_run", fake)
     final, teacher = _run("distill", final_step=40), object()
+    on_wikiqa = changes.data(dataset="wikiqa")
     runs = stage_runs("de-one-hot", 14, {"n_train": 160}, final, early_fraction=0.1, teacher=teacher,
-                      overrides=["data.dataset=wikiqa"])
+                      changes=[on_wikiqa])
     assert list(runs) == ["init", "early", "final"] and runs["final"] is final
-    assert [c[3][:3] for c in calls] == [["data.dataset=wikiqa", "loop.max_steps=0", "data.test_split=null"],
-                                         ["data.dataset=wikiqa", "loop.max_steps=4", "data.test_split=null"]]
+    assert [c[3][:2] for c in calls] == [[on_wikiqa, changes.loop(max_steps=0)],
+                                         [on_wikiqa, changes.loop(max_steps=4)]]
     assert all(c[:3] == ("de-one-hot", 14, teacher) for c in calls)
     calls.clear()
     shared = SimpleNamespace(name="shared init")

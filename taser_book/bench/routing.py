@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from taser_lib.models import TaserModel, build_model
+from taser_lib.models.routing import DeterministicRouting
 from taser_lib.models.weights import load_bert
 from . import inputs
 from .core import BenchConfig, interleaved, paired_ratio, row, spread
@@ -36,7 +37,7 @@ def _every_expert_forward(layer, hidden_states, attention_mask=None, encoder_hid
 @contextmanager
 def every_expert(model: TaserModel) -> Iterator[TaserModel]:
     """Det-R as 'compute every expert, then slice' for the duration of the block (the strawman)."""
-    if model.config.routing != "deterministic":
+    if not isinstance(model.config.strategy, DeterministicRouting):
         raise ValueError("the every-expert strawman is written for deterministic routing")
     for layer in model.taser_layers:
         layer.forward = types.MethodType(_every_expert_forward, layer)

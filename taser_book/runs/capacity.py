@@ -1,13 +1,14 @@
 """The capacity axis of "In defense of dual-encoders" (Figures 1 and 3, Table 2): a model size "L-H" (L layers,
-embedding size H) turned into dotted overrides of the re-ranking training configs, for the CA and for the DE.
+embedding size H) turned into typed changes of the re-ranking training configs (`runs.changes`), for the CA and
+for the DE.
 
     >>> sizes = parse_sizes(["2-64", "6-384"])                        # the profile's `sizes`
     >>> shape = checkpoint_shape("default")                          # (6, 384): MiniLM-L6-H384
-    >>> size_overrides(sizes[0], "distill", shape)
-    ['model.overrides.num_hidden_layers=2', 'model.overrides.projection_dim=64']
-    >>> size_overrides(sizes[0], "cross-encoder", shape)
-    ['model.overrides.num_hidden_layers=2']
-    >>> size_overrides(sizes[1], "distill", shape)                   # the checkpoint itself: no override at all
+    >>> size_changes(sizes[0], "distill", shape)
+    [model_overrides(num_hidden_layers=2, projection_dim=64)]
+    >>> size_changes(sizes[0], "cross-encoder", shape)
+    [model_overrides(num_hidden_layers=2)]
+    >>> size_changes(sizes[1], "distill", shape)                     # the checkpoint itself: no change at all
     []
 
 A size names its model in one of two ways:
@@ -40,6 +41,8 @@ from typing import Any
 import pandas as pd
 
 from taser_lib.errors import ConfigError
+from . import changes
+from .changes import Change
 from .run_tables import train_test_rows
 
 KINDS = ("cross-encoder", "distill")
@@ -150,20 +153,21 @@ def checkpoint_shape(name_or_path: str) -> tuple[int, int]:
         raise ConfigError(f"{path}: cannot read num_hidden_layers and hidden_size ({err})") from None
 
 
-def size_overrides(size: Size, kind: str, shape: tuple[int, int]) -> list[str]:
-    """Dotted overrides that give a `kind` run (cross-encoder: the CA; distill: a DE student) this size, starting
-    from a checkpoint of `shape` (its (layers, hidden size), `checkpoint_shape`) unless the size names its own."""
+def size_changes(size: Size, kind: str, shape: tuple[int, int]) -> list[Change]:
+    """The changes that give a `kind` run (cross-encoder: the CA; distill: a DE student) this size, starting from a
+    checkpoint of `shape` (its (layers, hidden size), `checkpoint_shape`) unless the size names its own. None when
+    the size is the checkpoint's own, so that run is the cached run every other page shares."""
     if kind not in KINDS:
-        raise ConfigError(f"size_overrides: kind must be one of {KINDS}, got {kind!r}")
+        raise ConfigError(f"size_changes: kind must be one of {KINDS}, got {kind!r}")
     if size.checkpoint is not None:
-        return [f"model.name_or_path={size.checkpoint}"]
+        return [changes.model(name_or_path=size.checkpoint)]
     layers, hidden = shape
     if size.layers > layers:
         raise ConfigError(f"size {size.label}: the model has {layers} layers, cannot keep {size.layers}")
-    out = [] if size.layers == layers else [f"model.overrides.num_hidden_layers={size.layers}"]
+    settings = {} if size.layers == layers else {"num_hidden_layers": size.layers}
     if kind == "distill" and size.dim != hidden:
-        out.append(f"model.overrides.projection_dim={size.dim}")
-    return out
+        settings["projection_dim"] = size.dim
+    return [changes.model_overrides(**settings)] if settings else []
 
 
 def largest(sizes: Sequence[Size], label: str | None = None) -> Size:
@@ -204,8 +208,8 @@ def capacity_table(runs: Mapping[str, Mapping[tuple[str, int], Any]], sizes: Seq
 
 # --- Table 6: K documents per query ------------------------------------------------------------------------------
 
-def documents_overrides(k: int, candidates: int, teacher: Any) -> list[str]:
-    """Overrides of a DE student trained on K documents per query (Table 6: `training.group_size`) out of
+def documents_changes(k: int, candidates: int, teacher: Any) -> list[Change]:
+    """The changes of a DE student trained on K documents per query (Table 6: `training.group_size`) out of
     `candidates` per query (`data.candidates`; `data.bm25_depth` deepened to it when the teacher run's is
     shallower), distilled from `teacher` (the finished CA run, a `cache.CachedRun`).
 
@@ -223,8 +227,9 @@ def documents_overrides(k: int, candidates: int, teacher: Any) -> list[str]:
         raise ConfigError(f"K = {k} exceeds data.candidates = {candidates}: no query would have K documents")
     from taser_lib.training.reranking import CANDIDATE_CAPPED  # the training data layer; not needed to import this module
     data = teacher.config.data
-    out = [f"training.group_size={k}", f"data.candidates={candidates}",
-           f"data.bm25_depth={max(int(data.bm25_depth), candidates)}"]
+    out = [changes.training(group_size=k),
+           changes.data(candidates=candidates, bm25_depth=max(int(data.bm25_depth), candidates))]
     if data.dataset in CANDIDATE_CAPPED and candidates != data.candidates:
-        out.append(f"teacher.cache={Path(teacher.model_path).parent / f'teacher_scores-candidates-{candidates}'}")
+        out.append(changes.teacher(cache=str(Path(teacher.model_path).parent
+                                             / f"teacher_scores-candidates-{candidates}")))
     return out

@@ -47,7 +47,9 @@ from taser_lib.errors import ConfigError
 from taser_lib.io import atomic_dir
 from taser_lib.meta import run_metadata
 from taser_lib.models import CrossEncoderModel, default_device, load_model, load_tokenizer
+from . import changes as _changes
 from .cache import CachedRun
+from .changes import Change
 from taser_lib.training.cross_encoder import CACHE_INDEX, CACHE_SCORES, _cache_key, _read_cache, model_fingerprint, score_reranking_set
 from taser_lib.training.distill import score_dual_encoder
 from taser_lib.training.reranking import RerankingSet, sample_ids
@@ -216,27 +218,26 @@ def early_steps(final_steps: int, fraction: float) -> int:
 STAGE_EVAL_QUERIES = 8  # dev and training questions a stage run evaluates (its selection is not used)
 
 
-def stage_overrides(run: CachedRun, steps: int, eval_queries: int = STAGE_EVAL_QUERIES) -> list[str]:
-    """Overrides turning the recipe of finished run `run` into a `steps`-step run (see `stage_runs`)."""
+def stage_changes(run: CachedRun, steps: int, eval_queries: int = STAGE_EVAL_QUERIES) -> list[Change]:
+    """The changes turning the recipe of finished run `run` into a `steps`-step run (see `stage_runs`)."""
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
     if eval_queries < 1:
         raise ValueError(f"eval_queries must be >= 1, got {eval_queries}")
-    out = [f"loop.max_steps={steps}", "data.test_split=null", f"data.dev_queries={eval_queries}",
-           f"training.train_eval_queries={eval_queries}"]
+    data = {"test_split": None, "dev_queries": eval_queries}
     if run.config.kind == "cross-encoder":
-        batch = int(run.config.loop.batch_size)
-        seen = max(1, steps) * batch
+        seen = max(1, steps) * int(run.config.loop.batch_size)
         limit = run.config.data.train_queries
-        out.append(f"data.train_queries={seen if limit is None else min(seen, int(limit))}")
-    return out
+        data["train_queries"] = seen if limit is None else min(seen, int(limit))
+    return [_changes.loop(max_steps=steps), _changes.data(**data),
+            _changes.training(train_eval_queries=eval_queries)]
 
 
 def stage_runs(name: str, seed: int, params: Mapping[str, Any], final: CachedRun, *, early_fraction: float,
-               teacher: CachedRun | None = None, overrides: Sequence[str] = (), init: CachedRun | None = None,
+               teacher: CachedRun | None = None, changes: Sequence[Change] = (), init: CachedRun | None = None,
                progress: bool = False) -> dict[str, CachedRun]:
     """{"init", "early", "final"}: re-ranking entry `name` (`recipes.reranking_run`, same seed, params, teacher
-    and overrides as `final`, its finished run) at initialisation, early in training and at the end (Figure 7).
+    and changes as `final`, its finished run) at initialisation, early in training and at the end (Figure 7).
 
     - `init`: a run of 0 steps, the model as its trainer builds it (a student: its starting checkpoint, with the
       student's architecture and similarity scale; a CA: the starting BERT body with a fresh scoring head). Pass
@@ -259,7 +260,7 @@ def stage_runs(name: str, seed: int, params: Mapping[str, Any], final: CachedRun
             runs[stage] = init
             continue
         runs[stage] = reranking_run(name, seed, params, teacher=teacher,
-                                    overrides=[*overrides, *stage_overrides(final, n)], progress=progress)
+                                    changes=[*changes, *stage_changes(final, n)], progress=progress)
     runs["final"] = final
     return runs
 

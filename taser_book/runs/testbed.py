@@ -43,7 +43,7 @@ from ..tables.rerank_tables import paired_tests, per_query_rows
 from .cache import CachedRun
 from taser_lib.training.distill import rerank_saved_model
 from .recipes import reranking_run
-from .students import testbed_overrides
+from .students import testbed_changes
 
 CA, DE, START = "ca", "de", "zero-shot"
 PACKAGED = "packaged"
@@ -140,24 +140,24 @@ def probe_runs(points: Iterable[ProbePoint], params: Mapping[str, Any], *, n_que
         shared = reranking_run(CA, teacher_seed, {**params, **shared_teacher, "teacher": {}}, progress=progress)
     out: dict[ProbePoint, dict[str, CachedRun]] = {}
     for point in points:
-        overrides = testbed_overrides(point.testbed)
+        on_testbed = testbed_changes(point.testbed)
         queries = n_queries.get(point.testbed)
         on_shared = shared is not None and point.testbed == "squad-open"
         if point.reinit:  # both models from the re-initialised checkpoint
             begin = str(reinitialised_checkpoint(params.get("model", "default"), point.reinit))
             ca = reranking_run(CA, point.seed, {**_params(params, point.n_train, queries),
-                                                "cross_encoder_model": begin}, overrides=overrides, progress=progress)
+                                                "cross_encoder_model": begin}, changes=on_testbed, progress=progress)
             de = reranking_run("de-one-hot", point.seed, {**_params(params, point.n_train, queries), "model": begin},
-                               teacher=shared if on_shared else ca, overrides=overrides, progress=progress)
+                               teacher=shared if on_shared else ca, changes=on_testbed, progress=progress)
             out[point] = {CA: ca, DE: de}
             continue
         if on_shared and point.n_train == shared_teacher.get("n_train"):
             ca_params = {**params, **shared_teacher, "teacher": {}}
         else:
             ca_params = _params(params, point.n_train, queries)
-        ca = reranking_run(CA, point.seed, ca_params, overrides=overrides, progress=progress)
+        ca = reranking_run(CA, point.seed, ca_params, changes=on_testbed, progress=progress)
         de = reranking_run("de-one-hot", point.seed, _params(params, point.n_train, queries),
-                           teacher=shared if on_shared else ca, overrides=overrides, progress=progress)
+                           teacher=shared if on_shared else ca, changes=on_testbed, progress=progress)
         out[point] = {CA: ca, DE: de}
     return out
 

@@ -170,7 +170,7 @@ def token_routing(encoder, texts: Sequence, side: str = "question") -> pd.DataFr
     if side not in SIDES.values():
         raise ValueError(f"side must be 'question' or 'passage', got {side!r}")
     model = encoder.model
-    if model.config.routing != "token":
+    if model.config.strategy.unit != "token":
         raise ConfigError(f"token_routing needs token-level routing (Tok-R); this model routes "
                           f"{model.config.routing!r}: use expert_usage")
     with record_routing(encoder) as records:

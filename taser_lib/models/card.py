@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from ..io import atomic_write_text
-from .routing import ROUTING_LABELS
+from .routing import ROUTING_LABELS, ROUTING_STRATEGIES, routing_strategy
 from .weights import DEFAULT, DEFAULT_DESCRIPTION
 
 CARD_FILE = "README.md"
@@ -139,11 +139,12 @@ def _arch(config: dict[str, Any]) -> tuple[str, str]:
     if kind in ("taser", "taser-colbert"):
         routing = config.get("routing", "shared")
         label = ROUTING_LABELS.get(routing)
-        name = "TASER" if label is None else label if routing == "shared" else f"TASER ({label})"
+        one_ffn = routing in ROUTING_STRATEGIES and routing_strategy(routing).experts == 1  # TASER_Shared
+        name = "TASER" if label is None else label if one_ffn else f"TASER ({label})"
         if kind == "taser-colbert":
             return f"ColBERT on {name}", "late interaction: token vectors of one encoder scored by MaxSim"
         return name, ("one BERT encoder whose blocks alternate between shared and specialized (TASER, Cheng et "
-                      "al. 2023)" if routing != "shared" else "one BERT encoder for questions and passages")
+                      "al. 2023)" if not one_ffn else "one BERT encoder for questions and passages")
     return str(kind or "BERT"), "a BERT encoder"
 
 

@@ -152,7 +152,7 @@ def architecture(model) -> str:
                           f"projection out")
     if isinstance(model, DPRModel):
         return "dpr"
-    return "shared" if model.config.routing == "shared" else "taser"
+    return "shared" if model.config.strategy.experts == 1 else "taser"  # one FFN: one tower for both sides
 
 
 def sentence_transformer(model, tokenizer, work: Path, max_query_length: int, max_passage_length: int):
