@@ -16,7 +16,7 @@ A size names its model in one of two ways:
 - **On the profile's model** (a string "L-H", the smoke and cpu profiles): the DE keeps the checkpoint's first L
   layers (`model.overrides.num_hidden_layers`) and maps its pooled vector to H dimensions with a learned linear
   projection (`model.overrides.projection_dim`), a stand-in for Turc et al.'s small BERTs (not available offline).
-  An L or H equal to the checkpoint's own gives no override, so the size that is the checkpoint itself is the very
+  An L or H equal to the checkpoint's own gives no change, so the size that is the checkpoint itself is the very
   run (same cache key) that every other notebook trains with the profile's model. An H equal to the hidden size
   thus means "no projection", not an identity-initialised one.
 - **A checkpoint of that size** (a mapping `{size: "2-128", checkpoint: google/bert_uncased_L-2_H-128_A-2}`, the
