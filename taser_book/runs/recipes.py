@@ -138,7 +138,7 @@ def variant_run(name: str, seed: int, params: Mapping[str, Any], *, mined: bool 
                 configs_dir: str | Path | None = None, progress: bool = True) -> CachedRun:
     """The finished run of variant `name` at this profile and seed (trained now if the cache has none).
     `mined`: TASER App. B's two rounds (the † rows of Table A1); `changes`: the page's own (`runs.changes`)."""
-    config = _changed(variant(name).load(configs_dir),
+    config = _changes.apply(variant(name).load(configs_dir),
                       [*profile_changes(params), _changes.mining(enabled=bool(mined)), *changes])
     return trained_run(config, seed=seed, runs_root=runs_root, progress=progress)
 
@@ -212,17 +212,13 @@ def reranking_run(name: str, seed: int, params: Mapping[str, Any], *, teacher: C
     config = variant(name, section="reranking").load(configs_dir)
     if config.kind == "cross-encoder":
         params = {**params, **(params.get("teacher") or {})}
-    sized = [*reranking_changes(config, params)]
+    sized = reranking_changes(config, params)
     if config.kind == "distill":
         if teacher is None:
             raise ConfigError(f"{name}: a distilled student needs teacher= (the finished `ca` run)")
         sized.append(_changes.teacher(model=str(teacher.model_path)))
-    config = _changed(config, [*sized, *changes])
+    config = _changes.apply(config, [*sized, *changes])
     return trained_run(config, seed=seed, runs_root=runs_root, progress=progress)
-
-
-def _changed(config: Any, to_apply: Sequence[Change]) -> Any:
-    return _changes.apply(config, to_apply)
 
 
 def entropy_mode_changes(mode: str) -> list[Change]:
