@@ -11,6 +11,8 @@ Provenance in `meta.json` (written by `save_result` inside the notebook's kernel
     hardware            `taser_lib.meta.machine_description()`: CPU model and cores, GPU name, one-line summary
     precision           `models.precision.precision_record()`: what `auto` resolved to on the CPU (encode, train),
                         whether the CPU has native bf16, and the probe's timings behind the choice
+    fused_linears       `models.fused.fusion_record()`: whether encoding ran oneDNN's fused linears (auto), and the
+                        probe's timings behind the choice (only where something encoded on the CPU)
     library_files       {"taser_lib/<module>.py": sha256} of every taser_lib and taser_book module loaded in the kernel, i.e. the
                         library files the result depends on
     notebook_source     {"path": "notebooks/<stem>.ipynb", "sha256": `notebook_sha256`, "git_revision"}
@@ -141,6 +143,9 @@ def save_result(results_dir: str | os.PathLike | None, name: str, data: pd.DataF
     precision = sys.modules.get(f"{_PACKAGE}.models.precision")  # loaded only where something encoded or trained
     if precision is not None:
         meta["precision"] = precision.precision_record()
+    fused = sys.modules.get(f"{_PACKAGE}.models.fused")
+    if fused is not None and fused.fusion_record()["fused"]:
+        meta["fused_linears"] = fused.fusion_record()
     meta["library_files"] = dict(sorted({**meta.get("library_files", {}), **library_files()}.items()))
     if notebook is not None:
         notebook = Path(notebook)

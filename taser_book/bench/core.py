@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from taser_lib.meta import run_metadata
+from taser_lib.models.fused import fusion_record
 from taser_lib.models.precision import precision_record
 from .config import BenchConfig
 
@@ -174,7 +175,7 @@ def record(name: str, title: str, cfg: BenchConfig, body: dict[str, Any], starte
     """The JSON record of one benchmark: its body (summary `rows`, every measurement, sizes, notes) and provenance."""
     return {
         "benchmark": name, "title": title, "quick": cfg.quick, **body,
-        "meta": run_metadata(config=asdict(cfg), device=describe_device(cfg.device), precision=precision_record(),
+        "meta": run_metadata(config=asdict(cfg), device=describe_device(cfg.device), precision=precision_record(), fused_linears=fusion_record(),
                              wall_seconds=round(time.perf_counter() - started, 3),
                              load_average_before=load_before, load_average_after=load_average()),
     }

@@ -5,8 +5,8 @@ both in the model's own convention (one "title text" string for the packaged def
 (core.interleaved) after one untimed warm-up call each on a small slice. Ours runs at the library's `auto`
 precision (`taser_lib.models.precision`: bf16 on CUDA and on CPUs with native bf16, else fp32); sentence-transformers
 at its default float32. When auto means bf16, ours at fp32 runs too: the bf16 gain, and the minimum cosine of our
-bf16 vectors to our fp32 ones. On the CPU our fp32 encoder with PyTorch's stock kernels (`fuse_cpu_linears=False`)
-shows what the fused linears of `taser_lib.models.encoding` add.
+bf16 vectors to our fp32 ones. On the CPU our fp32 encoder forced to PyTorch's stock kernels and to oneDNN's fused
+linears shows what fusing does on this machine (`taser_lib.models.fused`; ours at auto runs what its probe chose).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from taser_lib.models import DenseEncoder, default_checkpoint
 from taser_lib.models.encoding import passage_string
+from taser_lib.models.fused import use_fused_linears
 from . import inputs
 from .core import BenchConfig, interleaved, paired_ratio, rate, row
 
@@ -71,9 +72,11 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     fp32 = variant(precision="fp32") if precision != "fp32" else ours
     if precision != "fp32":
         fns["taser_lib_fp32"] = lambda: fp32.encode_passages(passages)
-    if cfg.device == "cpu":  # what the fused CPU linears add: our fp32 encoder with PyTorch's stock kernels
+    if cfg.device == "cpu":  # what oneDNN's fused linears do here: our fp32 encoder forced to each kernel choice
         stock = variant(precision="fp32", fuse_cpu_linears=False)
+        fused = variant(precision="fp32", fuse_cpu_linears=True)
         fns["taser_lib_fp32_stock_kernels"] = lambda: stock.encode_passages(passages)
+        fns["taser_lib_fp32_fused_kernels"] = lambda: fused.encode_passages(passages)
     ours.encode_passages(passages[:batch])  # warm-up on a small slice: a full untimed round would double the time
     fp32.encode_passages(passages[:batch])
     theirs.encode(their_passages[:batch], batch_size=batch, show_progress_bar=False)
@@ -83,8 +86,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     cos_fp32 = cosines(out["taser_lib"], ours_fp32)
     speedup = paired_ratio(times["sentence_transformers"], times["taser_lib"])
     fp32_name = "taser_lib_fp32" if "taser_lib_fp32" in times else "taser_lib"
-    fused_gain = (paired_ratio(times["taser_lib_fp32_stock_kernels"], times[fp32_name])
+    fused_gain = (paired_ratio(times["taser_lib_fp32_stock_kernels"], times["taser_lib_fp32_fused_kernels"])
                   if "taser_lib_fp32_stock_kernels" in times else None)
+    auto_fused = use_fused_linears(None, cfg.device, precision)
     bf16_gain = paired_ratio(times["taser_lib_fp32"], times["taser_lib"]) if "taser_lib_fp32" in times else None
     fp32_speedup = paired_ratio(times["sentence_transformers"], times[fp32_name])
     extra = [row("speed-up of fused CPU linears over stock kernels (fp32)", fused_gain["median"], "x")] \
@@ -99,7 +103,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
              + ("one string, [CLS] title text [SEP]" if ours.passage_format == "concat"
                 else "(title, text) pairs, [CLS] title [SEP] text [SEP]"),
              f"ours at precision {PRECISION!r}, here {precision}; sentence-transformers at float32",
-             f"our fp32 encoder alone: {fp32_speedup['median']:.2f}x sentence-transformers"]
+             f"our fp32 encoder alone: {fp32_speedup['median']:.2f}x sentence-transformers",
+             f"ours at auto runs {'fused oneDNN' if auto_fused else 'stock PyTorch'} linears here "
+             "(taser_lib.models.fused: the cached probe's choice)"]
     if precision == "bf16":
         notes.append("bf16 encoding runs a bfloat16 copy of the model: every op, LayerNorm, softmax and pooling "
                      "included, computes in bf16 (no float32 fallback); the vectors are returned as float32")
@@ -123,6 +129,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "fp32_speedup": fp32_speedup,
             "bf16_over_fp32": bf16_gain,
             "fused_over_stock": fused_gain,
+            "fused_at_auto": auto_fused,
             "cosine": {"min": float(cos.min()), "mean": float(cos.mean())},
             "cosine_to_fp32": {"min": float(cos_fp32.min()), "mean": float(cos_fp32.mean())},
             "precision": precision,

@@ -24,8 +24,8 @@ from .dpr import DPRConfig, DPRModel
 from .encoding import DenseEncoder, default_device
 from .params import PAPER_PARAMS_M, count_parameters, parameter_table
 from .taser import ROUTINGS, TaserConfig, TaserLayer, TaserModel
-from .weights import (DEFAULT, DEFAULT_DESCRIPTION, check_weights_format, default_checkpoint, quiet_loading,
-                      resolve_checkpoint)
+from .weights import (DEFAULT, DEFAULT_DESCRIPTION, TINY, TINY_DESCRIPTION, check_weights_format, default_checkpoint,
+                      quiet_loading, resolve_checkpoint, tiny_checkpoint)
 
 # Hugging Face users can load saved models with AutoConfig / AutoModel.
 _PAIRS = ((TaserConfig, TaserModel), (DPRConfig, DPRModel), (ColbertConfig, ColbertModel),
@@ -63,8 +63,8 @@ def load_encoder(name_or_path: str | Path = "default", *, tokenizer: str | Path 
 __all__ = [
     "ARCHS", "ColbertConfig", "ColbertModel", "CrossEncoderConfig", "CrossEncoderModel", "DEFAULT",
     "DEFAULT_DESCRIPTION", "DPRConfig", "DPRModel", "DenseEncoder", "PAPER_PARAMS_M", "RETRIEVER_ARCHS",
-    "ROUTINGS", "RetrieverOutput", "TaserConfig", "TaserLayer", "TaserModel", "TokenReps", "build_model",
-    "cat_reps", "check_overrides", "checkpoint_pooling", "count_parameters", "default_checkpoint",
+    "ROUTINGS", "RetrieverOutput", "TINY", "TINY_DESCRIPTION", "TaserConfig", "TaserLayer", "TaserModel", "TokenReps", "build_model",
+    "cat_reps", "check_overrides", "checkpoint_pooling", "count_parameters", "default_checkpoint", "tiny_checkpoint",
     "default_device", "from_microsoft_naming", "load_encoder", "load_microsoft_taser", "load_model",
     "load_tokenizer", "maxsim", "model_fields", "parameter_table", "pool", "resolve_checkpoint",
     "to_microsoft_naming",

@@ -12,22 +12,19 @@ Queries are cut to `max_query_length` tokens; `covering_length` gives the smalle
 of texts (BEIR practice for long queries: `evaluation.baselines.query_length`), and `query_length(n)` sets it for
 a block.
 
-On the CPU, an eval-mode BERT's linear layers run as oneDNN fused linears for the duration of an encode call
-(`fused_cpu_linears`): the bias, the FFN's GELU and the residual add before each LayerNorm are applied inside the
-matrix multiply instead of in extra passes over memory (stock `addmm` first copies the broadcast bias into its
-output; GELU and the residual add each read and write the whole activation again). This is about 1.2x faster on
-a 2-core CPU; the results equal the stock forward to float32 rounding (tests/test_bench.py).
+On the CPU an encode call runs the BERT's linear layers as oneDNN fused linears (bias, GELU and the residual add
+inside the matrix multiply) where this machine measured them faster than PyTorch's stock kernels (`models.fused`: a
+cached probe; `fuse_cpu_linears=True/False` forces either).
 
 `precision` (`fp32 | bf16 | auto`, `taser_lib.models.precision`): at bf16 the encoder runs a bfloat16 copy of the
 model (made when an encode call first needs it, and made again only when the weights have changed since), with the
-same fused linears in bfloat16 on the CPU, and returns float32 arrays as always. On a CPU with native bf16 this is
+same kernel choice in bfloat16 on the CPU, and returns float32 arrays as always. On a CPU with native bf16 this is
 about 1.6x faster than float32 at a minimum cosine to the float32 vectors of about 0.9999 (`taser bench`).
 """
 
 from __future__ import annotations
 
 import copy
-import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,16 +32,14 @@ from typing import Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 from ..progress import tqdm
 from transformers import PreTrainedTokenizerBase
-from transformers.activations import GELUActivation
-from transformers.models.bert.modeling_bert import BertIntermediate, BertOutput, BertSelfOutput
 
 from ..errors import ConfigError
 from ..io import atomic_dir
 from .common import PASSAGE_FORMATS, Kind, Reps, TokenReps, cat_reps, passage_string
+from .fused import fused_cpu_linears, use_fused_linears
 from .precision import check_precision, resolve_precision
 
 PassageInput = str | tuple[str, str]
@@ -95,71 +90,6 @@ def covering_length(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], li
     return min(longest, limit) if limit else longest
 
 
-def _onednn_linear():
-    """oneDNN's fused linear op (torch.ops.mkldnn._linear_pointwise, what torch.compile uses on CPUs), or None
-    where this torch build lacks it."""
-    if not torch.backends.mkldnn.is_available():
-        return None
-    try:
-        return torch.ops.mkldnn._linear_pointwise
-    except (AttributeError, RuntimeError):
-        return None
-
-
-def _linear_forward(self, x):
-    return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
-
-
-def _intermediate_gelu_forward(self, hidden_states):
-    dense = self.dense
-    return torch.ops.mkldnn._linear_pointwise(hidden_states, dense.weight, dense.bias, "gelu", [], "none")
-
-
-def _output_forward(self, hidden_states, input_tensor):
-    # Dropout is the identity in eval mode, the only mode this forward is installed in.
-    dense = self.dense
-    summed = torch.ops.mkldnn._linear_pointwise.binary(hidden_states, input_tensor, dense.weight, dense.bias, "add")
-    return self.LayerNorm(summed)
-
-
-def _fused_forward(module: nn.Module):
-    if isinstance(module, (BertSelfOutput, BertOutput)):
-        return _output_forward
-    act = getattr(module, "intermediate_act_fn", None)
-    if isinstance(module, BertIntermediate) and isinstance(act, GELUActivation) and act.act is F.gelu:
-        return _intermediate_gelu_forward  # exact (erf) GELU, as oneDNN's "gelu" with algorithm "none"
-    if type(module) is nn.Linear:
-        return _linear_forward
-    return None
-
-
-@contextmanager
-def fused_cpu_linears(model: nn.Module, enabled: bool = True) -> Iterator[nn.Module]:
-    """Within the block, run an eval-mode model's BERT linears as oneDNN fused linears (module docstring).
-
-    A no-op when not `enabled`, on other devices, in training mode, for weights neither float32 nor bfloat16 (or
-    bfloat16 where oneDNN has no bf16 kernels), or where oneDNN's op is missing. Only module instances are patched,
-    and the patches are removed on exit, so the model's class and its training forward never change.
-    """
-    first = next(model.parameters(), None)
-    dtype_ok = first is not None and (first.dtype == torch.float32 or (
-        first.dtype == torch.bfloat16 and torch.ops.mkldnn._is_mkldnn_bf16_supported()))
-    usable = (enabled and dtype_ok and first.device.type == "cpu" and not model.training
-              and _onednn_linear() is not None)
-    patched: list[nn.Module] = []
-    try:
-        if usable:
-            for module in model.modules():
-                forward = _fused_forward(module)
-                if forward is not None and "forward" not in vars(module):
-                    module.forward = types.MethodType(forward, module)
-                    patched.append(module)
-        yield model
-    finally:
-        for module in patched:
-            del module.forward
-
-
 def _weights_key(model: nn.Module) -> tuple:
     """Changes whenever a parameter is replaced, moved or updated in place (optimizer steps bump `_version`)."""
     return tuple((p.data_ptr(), p._version, p.dtype) for p in model.parameters())
@@ -182,14 +112,15 @@ class DenseEncoder:
     and its tokenizer; `represent_queries` / `represent_passages` (the model's own representations, ColBERT's
     token vectors too) for scoring with the model's `compute_similarity`.
 
-    `fuse_cpu_linears=False` keeps PyTorch's stock CPU kernels (see `fused_cpu_linears`). `precision` is
+    `fuse_cpu_linears`: None (auto) runs oneDNN's fused linears on a CPU where they measured faster
+    (`models.fused`); True or False forces them on or off (stock PyTorch kernels). `precision` is
     `fp32 | bf16 | auto` (module docstring); `resolved_precision` says what it means on this device.
     `passage_format` (`pair | concat`, `tokenize_passages`) defaults to the model config's own (pair for a model
     without one)."""
 
     def __init__(self, model, tokenizer: PreTrainedTokenizerBase, *, max_query_length: int = 64,
                  max_passage_length: int = 256, batch_size: int = 64, device: str | torch.device | None = None,
-                 show_progress: bool = True, fuse_cpu_linears: bool = True, precision: str = "fp32",
+                 show_progress: bool = True, fuse_cpu_linears: bool | None = None, precision: str = "fp32",
                  passage_format: str | None = None):
         self.device = torch.device(device) if device else default_device()
         self.model = model.to(self.device).eval()
@@ -299,7 +230,8 @@ class DenseEncoder:
         pad = self.tokenizer.pad_token_id
         bar = tqdm(total=len(input_ids), desc=f"encode {desc}", disable=not self.show_progress, unit="text")
         model = self.running_model()
-        with torch.inference_mode(), fused_cpu_linears(model, self.fuse_cpu_linears):
+        fused = use_fused_linears(self.fuse_cpu_linears, self.device, self.resolved_precision)
+        with torch.inference_mode(), fused_cpu_linears(model, fused):
             for start in range(0, len(order), batch_size):
                 idx = order[start:start + batch_size]
                 width = max(len(input_ids[i]) for i in idx)

@@ -138,9 +138,9 @@ def machine_key() -> str:
             f" | probe {PROBE_VERSION}")
 
 
-def probe_cache_path() -> Path:
+def probe_cache_path(file: str = PROBE_FILE) -> Path:
     root = os.environ.get(ENV_CACHE_DIR) or Path.home() / ".cache" / "taser"
-    return Path(root).expanduser() / PROBE_FILE
+    return Path(root).expanduser() / file
 
 
 def measure_cpu_precision(*, hidden: int = 384, layers: int = 1, heads: int = 12, batch: int = 4,
@@ -191,11 +191,11 @@ def measure_cpu_precision(*, hidden: int = 384, layers: int = 1, heads: int = 12
     return PrecisionProbe(machine_key(), seconds, round(cosine, 6))
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_precision_probe() -> PrecisionProbe:
-    """This machine's probe: read from the cache when it holds one for `machine_key()`, else measured now (a few
-    seconds) and added to it. A cache that cannot be read or written is measured around, never an error."""
-    path, key = probe_cache_path(), machine_key()
+def cached_probe(file: str, measure: Callable[[], Any], parse: Callable[[dict], Any], *, key: str | None = None):
+    """A machine probe's result: read from `$TASER_CACHE_DIR/<file>` when it holds one for `key` (default
+    `machine_key()`), else `measure()`d now and added to the file (`result.as_dict()`). A cache that cannot be read
+    or written is measured around, never an error; a damaged entry is measured again."""
+    path, key = probe_cache_path(file), key or machine_key()
     try:
         cached = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -203,15 +203,21 @@ def cpu_precision_probe() -> PrecisionProbe:
     cached = cached if isinstance(cached, dict) else {}
     if isinstance(cached.get(key), dict):
         try:
-            return PrecisionProbe.from_dict(cached[key])
+            return parse(cached[key])
         except (KeyError, TypeError, ValueError):
-            pass  # a damaged entry: measure again
-    probe = measure_cpu_precision()
+            pass
+    result = measure()
     try:
-        atomic_write_json(path, {**cached, key: probe.as_dict()})
+        atomic_write_json(path, {**cached, key: result.as_dict()})
     except OSError:
         pass
-    return probe
+    return result
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_precision_probe() -> PrecisionProbe:
+    """This machine's probe (`measure_cpu_precision`, a few seconds), measured once and cached (`cached_probe`)."""
+    return cached_probe(PROBE_FILE, measure_cpu_precision, PrecisionProbe.from_dict)
 
 
 def precision_record() -> dict[str, Any]:
@@ -232,5 +238,5 @@ def autocast(resolved: str, device: str | torch.device):
 
 
 __all__ = ["DTYPES", "MIN_COSINE", "MIN_SPEEDUP", "NATIVE_BF16_FLAGS", "PRECISIONS", "PrecisionProbe", "autocast",
-           "check_precision", "cpu_flags", "cpu_has_native_bf16", "cpu_precision_probe", "machine_key",
+           "cached_probe", "check_precision", "cpu_flags", "cpu_has_native_bf16", "cpu_precision_probe", "machine_key",
            "measure_cpu_precision", "precision_record", "resolve_precision"]

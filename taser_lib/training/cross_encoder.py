@@ -16,6 +16,7 @@ following Hofstätter et al. 2020, early-stops on nDCG@10).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -295,13 +296,27 @@ class CrossEncoderRunConfig:
                               f"({self.data.candidates}): no query would have enough candidates")
 
 
+def quiet_unless_progress(run):
+    """A run kind's entry point `run(config, progress=True)`, silenced with `progress=False` (the run cache passes
+    it on): no progress bar, of ours or of transformers."""
+    @functools.wraps(run)
+    def wrapped(config, progress: bool = True) -> TrainResult:
+        with (contextlib.nullcontext() if progress else quiet_loading()):
+            return run(config, progress)
+    return wrapped
+
+
+def record_test_split(result: TrainResult, output_dir: str | Path, test: RerankingSet, scores, model: str) -> None:
+    """The test split's re-ranking metrics written beside the run (test_metrics.json, test_per_query.csv) and
+    named in `result.paths`."""
+    path = Path(output_dir) / "test_metrics.json"
+    record_test_metrics(path, test, scores, model=model, best_step=result.best_step)
+    result.paths["test_metrics"] = str(path)
+    result.paths["test_per_query"] = str(per_query_path(path))
+
+
+@quiet_unless_progress
 def run_cross_encoder(config: CrossEncoderRunConfig, progress: bool = True) -> TrainResult:
-    """`progress=False` (the run cache passes it on): no progress bar, of ours or of transformers."""
-    with (contextlib.nullcontext() if progress else quiet_loading()):
-        return _run_cross_encoder(config, progress)
-
-
-def _run_cross_encoder(config: CrossEncoderRunConfig, progress: bool) -> TrainResult:
     sets = config.data.load(progress=progress)
     train, dev = sets[config.data.train_split], sets[config.data.dev_split]
     model, result = train_cross_encoder(train, dev, config.loop, config.training, config.model, progress=progress)
@@ -315,10 +330,7 @@ def _run_cross_encoder(config: CrossEncoderRunConfig, progress: bool) -> TrainRe
         test = sets[config.data.test_split]
         scores = score_reranking_set(model, tokenizer, test, max_length=config.training.max_length,
                                      batch_size=config.training.eval_batch_size, progress=progress)
-        path = Path(config.loop.output_dir) / "test_metrics.json"
-        record_test_metrics(path, test, scores, model="cross-encoder", best_step=result.best_step)
-        result.paths["test_metrics"] = str(path)
-        result.paths["test_per_query"] = str(per_query_path(path))
+        record_test_split(result, config.loop.output_dir, test, scores, model="cross-encoder")
     return result
 
 

@@ -27,7 +27,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -39,13 +38,12 @@ from transformers.models.bert.modeling_bert import BertEmbeddings
 
 from ..data.answers import AnswerMatcher
 from ..errors import ConfigError
-from ..evaluation.records import per_query_path
-from ..evaluation.reranking import record_test_metrics, rerank_metrics, rerank_per_query
+from ..evaluation.reranking import rerank_metrics, rerank_per_query
 from ..losses import input_token_dropout, joint_loss, mlm_mask
-from ..models import (CrossEncoderModel, DenseEncoder, TokenReps, default_device, load_model, load_tokenizer,
-                      quiet_loading)
+from ..models import CrossEncoderModel, DenseEncoder, TokenReps, default_device, load_model, load_tokenizer
 from .config import ModelConfig, _help, register_kind
-from .cross_encoder import TeacherScores, check_select_metric, score_and_cache_teacher
+from .cross_encoder import (TeacherScores, check_select_metric, quiet_unless_progress, record_test_split,
+                            score_and_cache_teacher)
 from . import msmarco  # noqa: F401  (registers the msmarco-passage testbed)
 from .loop import LoopConfig, TrainResult, run_training, unwrap_model
 from .rerank_losses import RERANK_LOSSES, RerankLoss, rerank_loss
@@ -455,13 +453,8 @@ def load_teacher_scores(teacher: TeacherConfig, rset: RerankingSet, progress: bo
                                    max_length=teacher.max_length, batch_size=teacher.batch_size, progress=progress)
 
 
+@quiet_unless_progress
 def run_distill(config: DistillRunConfig, progress: bool = True) -> TrainResult:
-    """`progress=False` (the run cache passes it on): no progress bar, of ours or of transformers."""
-    with (contextlib.nullcontext() if progress else quiet_loading()):
-        return _run_distill(config, progress)
-
-
-def _run_distill(config: DistillRunConfig, progress: bool) -> TrainResult:
     sets = config.data.load(progress=progress)
     train, dev = sets[config.data.train_split], sets[config.data.dev_split]
     teacher = load_teacher_scores(config.teacher, train, progress) if config.training.needs_teacher else None
@@ -477,11 +470,8 @@ def _run_distill(config: DistillRunConfig, progress: bool) -> TrainResult:
                                     max_query_length=config.training.max_query_length,
                                     max_passage_length=config.training.max_passage_length,
                                     batch_size=config.training.eval_batch_size)
-        path = Path(config.loop.output_dir) / "test_metrics.json"
-        record_test_metrics(path, test, scores, model=f"dual-encoder ({config.training.loss})",
-                            best_step=result.best_step)
-        result.paths["test_metrics"] = str(path)
-        result.paths["test_per_query"] = str(per_query_path(path))
+        record_test_split(result, config.loop.output_dir, test, scores,
+                          model=f"dual-encoder ({config.training.loss})")
     return result
 
 
