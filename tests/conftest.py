@@ -69,8 +69,9 @@ SPREAD = ("tests/test_full_code_path.py",)
 
 
 # The slowest units first, so that neither worker is left with a long one at the end. Measured with --durations on a
-# fresh clone (2026-11-27): the notebooks at smoke 10-420 s each (2,578 s in all), the smoke book 243 s, the quick
-# bench 181 s, each full-code-path notebook 15-170 s.
+# fresh clone (2026-11-28, smoke on the tiny model): the notebooks at smoke 20-130 s each under two workers (about
+# 1,000 s in all; 360 s one after another on an idle machine), the full-code-path notebooks 15-65 s each (about
+# 520 s), the two books 140 s, the quick bench 63 s.
 SLOW_FIRST = ("notebooks/", "tests/test_book.py", "tests/test_bench.py", "tests/test_full_code_path.py")
 
 

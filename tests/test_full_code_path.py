@@ -60,6 +60,8 @@ def shrunk(tiny: dict) -> dict:
             # the de_* pages' MS MARCO testbed (online) -> SQuAD-open, the offline testbed whose BM25 lists reach
             # de_k_sweep's K = 100 (WikiQA's ~9 candidates per question would leave no K = 100 group)
             "testbed": "squad-open",
+            # de_negatives: 16 uniform extra negatives, not 128 (the same code path, an eighth of the passages)
+            "uniform_negatives": 16,
             # de_capacity: a checkpoint size (Turc et al.'s at full) and a projected, cut one on the tiny BERT
             "sizes": [{"size": "3-32", "checkpoint": model}, "2-16"], "largest_size": "3-32",
             # de_distillation: Turc et al.'s small BERTs at full -> the tiny BERT cut and projected
@@ -68,12 +70,23 @@ def shrunk(tiny: dict) -> dict:
             "probe_sizes": {"wikiqa": [8]}, "probe_queries": {"wikiqa": 5}, "probe_reinit": {"wikiqa": [8]}}
 
 
+# One notebook's own shrinking, on top of `shrunk`: de_k_sweep keeps its smallest and largest K (K = 100 of 100
+# candidates: a step of 4 questions encodes 400 passages) with one loss that needs no teacher and one that does, on
+# 4 training questions (one step per student); the other losses' code paths run in de_distillation.
+# taser_efficiency times 32 passages once per model (full: 3,000, three rounds); de_regularisation sweeps two label
+# smoothings (full: six) and scores 8 training questions; taser_routing mines for TASER alone (full: DPR too).
+PER_NOTEBOOK = {"de_k_sweep": {"ks": [2, 100], "losses": ["de-one-hot", "de-softmax-ce"], "n_train": 4},
+                "taser_efficiency": {"throughput_passages": 32, "throughput_rounds": 1},
+                "de_regularisation": {"alphas": [0.0, 0.9], "n_train_eval": 8},
+                "taser_routing": {"mining_variants": ["taser"]}}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_full_code_path_runs_on_a_tiny_bert(notebook, tiny_full, shared_data, tmp_path, monkeypatch):
     profiles = load_profiles()
     full = profiles["full"]
-    overrides = shrunk(tiny_full)
+    overrides = {**shrunk(tiny_full), **PER_NOTEBOOK.get(notebook.stem, {})}
     # only what the profile itself sets, so the notebook's full-only parameters keep their full values
     overrides = {k: v for k, v in overrides.items() if k in full or k in full["notebooks"].get(notebook.stem, {})}
     monkeypatch.setenv("TASER_RUNS_DIR", str(tiny_full["root"] / "runs"))

@@ -36,8 +36,12 @@ TITLE = "100-step SQuAD-open training: bf16 vs fp32 test R@K over seeds"
 KS = (1, 5, 20, 100)
 PRECISIONS = ("fp32", "bf16")
 NOISE_MULTIPLE = 2.0
-MODEL = ModelConfig(arch="taser", name_or_path="default",
-                    overrides={"pooling": "mean", "normalize": True, "similarity_scale": 20.0})
+OVERRIDES = {"pooling": "mean", "normalize": True, "similarity_scale": 20.0}
+
+
+def model_config(cfg: BenchConfig) -> ModelConfig:
+    """TASER from the packaged default (the tiny random BERT in a quick run: `BenchConfig.model`)."""
+    return ModelConfig(arch="taser", name_or_path=cfg.model, overrides=OVERRIDES)
 
 
 def _train_set(cfg: BenchConfig, n: int | None) -> TrainingSet:
@@ -55,10 +59,10 @@ def train_and_score(cfg: BenchConfig, precision: str, seed: int, steps: int, bat
     loop = LoopConfig(output_dir=f"{work}/{precision}-{seed}", seed=seed, max_steps=steps, batch_size=batch_size,
                       precision=precision, checkpoint_every=max(steps, 1), eval_every=max(steps, 1),
                       log_every=max(steps, 1))
-    config = TrainConfig(model=MODEL, data=data, loop=loop)
+    config = TrainConfig(model=model_config(cfg), data=data, loop=loop)
     from taser_lib.training.retriever import build_retriever
 
-    model = build_retriever(MODEL)
+    model = build_retriever(config.model)
     start = time.perf_counter()
     train_retriever(config, train_sets=[train], model=model, progress=cfg.progress)
     seconds = time.perf_counter() - start
@@ -105,7 +109,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "measured": {"recall_points": recall, "comparison": verdict, "train_seconds": train_seconds,
                      "resolved": {p: runs[p][seeds[0]]["resolved"] for p in PRECISIONS}},
         "sizes": {"seeds": seeds, "steps": steps, "batch_size": batch_size, "train_questions": len(train.examples),
-                  "test_questions": len(queries), "test_passages": len(corpus), "arch": MODEL.arch},
+                  "test_questions": len(queries), "test_passages": len(corpus), "arch": "taser", "model": cfg.model},
         "notes": ["seed noise: the standard error of the difference of the mean R@K over seeds, "
                   "sqrt(s_fp32^2/n + s_bf16^2/n); a row's target is |delta| <= 2 standard errors",
                   "test R@K is scored at fp32 encoding for both, so only the training precision differs",

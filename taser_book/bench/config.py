@@ -30,6 +30,12 @@ class BenchConfig:
         return quick if self.quick else full
 
     @property
+    def model(self) -> str:
+        """The model the training and precision benchmarks build: the packaged default, or in a quick run (a smoke
+        test of the code, not a measurement) the tiny random BERT (`taser_lib.models.TINY`)."""
+        return self.pick("default", "tiny")
+
+    @property
     def torch_device(self):
         import torch
 

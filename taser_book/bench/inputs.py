@@ -36,9 +36,9 @@ def passages(cfg: BenchConfig, n: int) -> list[tuple[str, str]]:
 
 
 def encoder(cfg: BenchConfig, batch_size: int = 64, max_passage_length: int = 256,
-            precision: str = "fp32") -> DenseEncoder:
-    """The packaged default model as a `DenseEncoder` on the benchmark's device."""
-    return load_encoder("default", device=cfg.device, batch_size=batch_size, max_passage_length=max_passage_length,
+            precision: str = "fp32", model: str = "default") -> DenseEncoder:
+    """`model` (the packaged default unless told) as a `DenseEncoder` on the benchmark's device."""
+    return load_encoder(model, device=cfg.device, batch_size=batch_size, max_passage_length=max_passage_length,
                         show_progress=cfg.progress, precision=precision)
 
 

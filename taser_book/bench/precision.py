@@ -40,7 +40,7 @@ def _subset(cfg: BenchConfig):
 
 
 def evaluate(cfg: BenchConfig, precision: str, corpus, queries, matcher: AnswerMatcher) -> dict[str, Any]:
-    encoder = inputs.encoder(cfg, batch_size=cfg.pick(64, 16), precision=precision)
+    encoder = inputs.encoder(cfg, batch_size=cfg.pick(64, 16), precision=precision, model=cfg.model)
     encoder.show_progress = False
     ids = list(corpus)
     start = time.perf_counter()

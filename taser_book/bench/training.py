@@ -80,7 +80,7 @@ def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any], precision: str)
     """(model, optimizer, one training step) set up as the library's trainer does (training.loop.Trainer), with
     the forward at `precision` ("fp32" or "bf16")."""
     torch.manual_seed(cfg.seed)
-    model = build_model(arch).to(cfg.device).train()
+    model = build_model(arch, cfg.model).to(cfg.device).train()
     loop = LoopConfig(output_dir="")  # the trainer's defaults: lr, weight decay, clipping
     groups = parameter_groups(model, loop.lr, loop.weight_decay, loop.layerwise_lr_decay)
     optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups], lr=loop.lr)
