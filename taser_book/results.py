@@ -144,8 +144,8 @@ def save_result(results_dir: str | os.PathLike | None, name: str, data: pd.DataF
     if precision is not None:
         meta["precision"] = precision.precision_record()
     fused = sys.modules.get(f"{_PACKAGE}.models.fused")
-    if fused is not None and fused.fusion_record()["fused"]:
-        meta["fused_linears"] = fused.fusion_record()
+    if fused is not None and (record := fused.fusion_record())["fused"]:
+        meta["fused_linears"] = record
     meta["library_files"] = dict(sorted({**meta.get("library_files", {}), **library_files()}.items()))
     if notebook is not None:
         notebook = Path(notebook)

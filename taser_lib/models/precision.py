@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ import torch
 from ..errors import ConfigError
 from ..io import atomic_write_json
 from ..meta import machine_description
+from .weights import ENV_CACHE_DIR, cache_dir  # noqa: F401 (ENV_CACHE_DIR: the tests set it through here)
 
 PRECISIONS = ("fp32", "bf16", "auto")
 Resolved = Literal["fp32", "bf16"]
@@ -48,7 +48,6 @@ PURPOSES = ("encode", "train")
 MIN_SPEEDUP = 1.1    # bf16 must be this much faster than fp32 to be chosen: a tie would cost accuracy for nothing
 MIN_COSINE = 0.999   # the bench's quality bar: bf16 outputs against fp32's
 PROBE_VERSION = 1    # part of the cache key: a changed probe measures again
-ENV_CACHE_DIR = "TASER_CACHE_DIR"
 PROBE_FILE = "precision-probe.json"
 
 
@@ -139,8 +138,7 @@ def machine_key() -> str:
 
 
 def probe_cache_path(file: str = PROBE_FILE) -> Path:
-    root = os.environ.get(ENV_CACHE_DIR) or Path.home() / ".cache" / "taser"
-    return Path(root).expanduser() / file
+    return cache_dir() / file
 
 
 def measure_cpu_precision(*, hidden: int = 384, layers: int = 1, heads: int = 12, batch: int = 4,
