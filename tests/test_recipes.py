@@ -64,7 +64,7 @@ def test_reranking_changes_size_teacher_and_students():
     assert "pooling" not in (cls.model.overrides or {})
     student = _sized("de-softmax-ce", "reranking", lambda c: reranking_changes(c, {**PARAMS, "model": "default"}))
     assert student.training.max_passage_length == 64 and student.data.test_queries is None
-    assert student.teacher.max_length == 88 and student.training.loss == "softmax_ce"
+    assert student.teacher.max_length == 88 and student.training.loss == "softmax-ce"
     with pytest.raises(ConfigError, match="kind"):
         reranking_changes(variant("taser").load(), PARAMS)
 
@@ -147,3 +147,14 @@ def test_same_profile_and_seed_share_one_run(configs, tmp_path, monkeypatch):
     assert len({first.dir, other_seed.dir, routed.dir}) == 3
     assert routed.config.model.overrides["routing"] == "sequence"
     assert type(routed.load()).__name__ == "TaserModel" and routed.load().config.routing == "sequence"
+
+
+def test_a_student_recipe_is_named_for_its_architecture_and_its_loss_in_the_loss_spelling():
+    """One spelling per loss from notebook to object: `de-softmax-ce` trains `training.loss: softmax-ce`."""
+    arch_prefix = {"shared": "de", "dpr": "dpr", "taser": "taser", "colbert": "colbert"}
+    students = {name: v for name, v in load_variants(section="reranking").items() if name != "ca"}
+    assert students
+    for name, v in students.items():
+        loaded = v.load()
+        assert name == f"{arch_prefix[loaded.model.arch]}-{loaded.training.loss}", name
+        assert loaded.training.objective.name == loaded.training.loss

@@ -19,21 +19,21 @@ POS = torch.tensor([[True, False, False, False]])
 
 def test_every_name_is_registered_by_the_class_that_carries_it():
     assert tuple(RERANK_LOSSES) == LOSSES
-    assert set(LOSSES) == {"one_hot", "focal", "mse", "margin_mse", "m3se", "softmax_ce", "kl", "rankdistil_b"}
+    assert set(LOSSES) == {"one-hot", "focal", "mse", "margin-mse", "m3se", "softmax-ce", "kl", "rankdistil-b"}
     for name, cls in RERANK_LOSSES.items():
         assert cls.name == name and rerank_loss(name).name == name
-    assert {n for n, cls in RERANK_LOSSES.items() if not cls.needs_teacher} == {"one_hot", "focal"}
+    assert {n for n, cls in RERANK_LOSSES.items() if not cls.needs_teacher} == {"one-hot", "focal"}
 
 
 @pytest.mark.parametrize("name,expected", [
-    ("one_hot", lambda: losses.softmax_ce(S, torch.zeros(1, dtype=torch.long), alpha=0.1)),
+    ("one-hot", lambda: losses.softmax_ce(S, torch.zeros(1, dtype=torch.long), alpha=0.1)),
     ("focal", lambda: losses.focal_loss(S, torch.zeros(1, dtype=torch.long), gamma=3.0)),
     ("mse", lambda: losses.mse(S, T)),
-    ("margin_mse", lambda: losses.margin_mse(S, T, POS)),
+    ("margin-mse", lambda: losses.margin_mse(S, T, POS)),
     ("m3se", lambda: losses.m3se(S, T, POS)),
-    ("softmax_ce", lambda: losses.softmax_ce_distill(S, T, tau=2.0, tau_squared=True)),
+    ("softmax-ce", lambda: losses.softmax_ce_distill(S, T, tau=2.0, tau_squared=True)),
     ("kl", lambda: losses.kl_distill(S, T, tau=2.0, tau_squared=True)),
-    ("rankdistil_b", lambda: losses.rankdistil_b(S, T, POS, gamma0=0.5)),
+    ("rankdistil-b", lambda: losses.rankdistil_b(S, T, POS, gamma0=0.5)),
 ])
 def test_an_object_computes_its_equation_with_its_own_settings(name, expected):
     settings = dict(label_smoothing=0.1, focal_gamma=3.0, tau=2.0, tau_squared=True, gamma0=0.5)
@@ -43,8 +43,8 @@ def test_an_object_computes_its_equation_with_its_own_settings(name, expected):
 
 
 def test_settings_make_distinct_objects_and_a_direct_build_is_the_same():
-    assert rerank_loss("softmax_ce", tau=2.0) == SoftmaxCEDistill(tau=2.0) != SoftmaxCEDistill(tau=1.0)
-    assert rerank_loss("one_hot", tau=5.0) == OneHot()
+    assert rerank_loss("softmax-ce", tau=2.0) == SoftmaxCEDistill(tau=2.0) != SoftmaxCEDistill(tau=1.0)
+    assert rerank_loss("one-hot", tau=5.0) == OneHot()
     assert RankDistilB(gamma0=1.0).gamma0 == 1.0
 
 
@@ -52,12 +52,19 @@ def test_an_extra_negative_gets_no_teacher_mass_under_the_softmax_losses_and_the
     t = T[0]
     assert float(KLDistill(tau=2.0).extra_teacher_score(t)) == pytest.approx(-2.0 - NO_MASS * 2.0)
     assert float(SoftmaxCEDistill(tau=1.0).extra_teacher_score(t)) == pytest.approx(-2.0 - NO_MASS)
-    for name in ("mse", "margin_mse", "m3se", "rankdistil_b", "one_hot"):
+    for name in ("mse", "margin-mse", "m3se", "rankdistil-b", "one-hot"):
         assert float(rerank_loss(name).extra_teacher_score(t)) == pytest.approx(-2.0)
 
 
 def test_an_unknown_name_is_a_config_error_naming_the_known_ones():
-    with pytest.raises(ConfigError, match="one_hot"):
-        rerank_loss("softmax-ce")
+    with pytest.raises(ConfigError, match="one-hot"):
+        rerank_loss("softmax")
     with pytest.raises(ConfigError, match="must be one of"):
         DistillTraining(loss="cross_entropy")
+
+
+def test_the_old_underscore_spelling_is_an_error_naming_the_one_spelling():
+    with pytest.raises(ConfigError, match="'softmax_ce' is spelled 'softmax-ce'"):
+        rerank_loss("softmax_ce")
+    with pytest.raises(ConfigError, match="'one_hot' is spelled 'one-hot'"):
+        DistillTraining(loss="one_hot")

@@ -102,7 +102,7 @@ def test_extra_negatives_follow_the_rules(tiny_bert_dir):
 def test_stand_in_teacher_scores_of_extra_negatives():
     t = torch.tensor([3.0, 1.0, 0.5])
     pos = torch.tensor([[True, False, False, False, False]])
-    soft = DistillTraining(loss="softmax_ce", tau=2.0)
+    soft = DistillTraining(loss="softmax-ce", tau=2.0)
     filled = torch.cat([t, extra_teacher_score(t, soft).expand(2)])
     assert torch.softmax(filled / soft.tau, 0)[3:].max() < 1e-30  # no teacher mass on extras
     s = torch.tensor([[2.0, 0.0, 1.0]])
@@ -126,7 +126,7 @@ def test_batch_loss_is_the_mean_of_the_query_losses(tiny_bert_dir):
     rset, teacher = toy_set()
     tokenizer = load_tokenizer(tiny_bert_dir)
     model = _student(tiny_bert_dir).eval()
-    training = DistillTraining(loss="softmax_ce", group_size=4, tau=0.5)
+    training = DistillTraining(loss="softmax-ce", group_size=4, tau=0.5)
     batch = next(dual_encoder_batches(rset, _encoder(model, tokenizer), training, 3, 0, teacher).iter_from(0))
     loss, _ = dual_encoder_loss(training, tokenizer)(model, batch)
     q = model.encode_query(**batch["query"])
@@ -167,7 +167,7 @@ def test_colbert_student_distils_with_its_own_maxsim(tiny_bert_dir, tmp_path, mo
     student = _student_config(tiny_bert_dir, arch="colbert", dim=16, similarity_scale=10.0)
     model = build_retriever(student)
     assert isinstance(model, ColbertModel)
-    training = DistillTraining(loss="margin_mse", group_size=3, in_batch_negatives=True, max_query_length=16,
+    training = DistillTraining(loss="margin-mse", group_size=3, in_batch_negatives=True, max_query_length=16,
                                max_passage_length=24)
     batch = next(dual_encoder_batches(rset, _encoder(model, tokenizer), training, 4, 0, teacher).iter_from(0))
     model.eval()
@@ -301,7 +301,7 @@ def test_config_runs_teacher_then_student_reusing_the_cache(tiny_bert_dir, share
     assert (tmp_path / "ca" / "teacher_scores" / "index.json").is_file()
 
     de = DistillRunConfig(model=dataclasses.replace(STUDENT, name_or_path=str(tiny_bert_dir)), data=data,
-                          training=DistillTraining(loss="margin_mse", group_size=3, max_query_length=16,
+                          training=DistillTraining(loss="margin-mse", group_size=3, max_query_length=16,
                                                    max_passage_length=32, train_eval_queries=3),
                           loop=dataclasses.replace(loop, output_dir=str(tmp_path / "de")))
     de.teacher.model, de.teacher.max_length = result.paths["best"], 48
@@ -343,7 +343,7 @@ def test_auxiliary_masked_lm_loss(tiny_bert_dir, tmp_path):
     torch.manual_seed(0)
     student = _student_config(tiny_bert_dir)
     model = build_retriever(student, mlm_head=True)
-    plain = DistillTraining(loss="softmax_ce", group_size=3)
+    plain = DistillTraining(loss="softmax-ce", group_size=3)
     with_mlm = dataclasses.replace(plain, mlm_weight=0.5, mlm_probability=0.3)
     batch = next(dual_encoder_batches(rset, _encoder(model, tokenizer), plain, 4, 0, teacher).iter_from(0))
     model.eval()  # no dropout, no masking: the two losses agree

@@ -203,7 +203,7 @@ def reranking_run(name: str, seed: int, params: Mapping[str, Any], *, teacher: C
                   changes: Sequence[Change] = (), runs_root: str | Path | None = None,
                   configs_dir: str | Path | None = None, progress: bool = True) -> CachedRun:
     """The finished run of re-ranking entry `name` (variants.yaml `reranking`) at this profile and seed: the CA
-    teacher (`ca`) or a student distilled from `teacher` (a finished `ca` run; needed by every loss but one_hot
+    teacher (`ca`) or a student distilled from `teacher` (a finished `ca` run; needed by every loss but one-hot
     and focal, and passed for those too so that a student's groups are the teacher's candidates); `changes`: the
     page's own (`runs.changes`), applied last.
     `params["teacher"]`: the CA's own sizes where they differ from its students' (e.g. `{"n_train": 2000,

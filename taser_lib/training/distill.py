@@ -7,13 +7,13 @@
 - Supervision per query: one-hot losses get one positive and K-1 negatives sampled from its candidates (the
   paper's DE baseline); distillation losses get the K candidates the teacher scores highest, positives always kept
   (the paper keeps the top 20; Table 6 varies K over 2, 10, 20, 100).
-- Losses (objects of `training.rerank_losses`, over the equations of taser_lib.losses): ``one_hot`` softmax CE with label smoothing (Eq. 1, Table 8), ``focal`` (Table 9),
-  ``mse`` (logit matching), ``margin_mse`` (Eq. 3, multi-positive form), ``m3se`` (Eq. 4), ``softmax_ce`` and
-  ``kl`` against the teacher's softmax with temperature tau (Eq. 1), ``rankdistil_b`` (§4.3).
+- Losses (objects of `training.rerank_losses`, over the equations of taser_lib.losses): ``one-hot`` softmax CE with label smoothing (Eq. 1, Table 8), ``focal`` (Table 9),
+  ``mse`` (logit matching), ``margin-mse`` (Eq. 3, multi-positive form), ``m3se`` (Eq. 4), ``softmax-ce`` and
+  ``kl`` against the teacher's softmax with temperature tau (Eq. 1), ``rankdistil-b`` (§4.3).
 - Extra negatives (Appendix C.12, Table 12): in-batch (every other candidate of the batch that is not one of the
   query's own, nor labelled relevant to it, nor answer-bearing by DPR's rule when queries have answers) and
   B_uni uniform random corpus passages per batch (same exclusions). The teacher never scored them, so they get a
-  stand-in teacher score: for ``softmax_ce`` / ``kl`` one far below every candidate (no teacher probability mass:
+  stand-in teacher score: for ``softmax-ce`` / ``kl`` one far below every candidate (no teacher probability mass:
   the teacher's distribution is over its own candidates); for the other losses the query's lowest teacher score
   (they are taken to be as irrelevant as its least relevant candidate; M3SE and RankDistil-B only use them in
   their hinge terms, MSE and margin MSE match them to that score). Each query's loss is taken over its own
@@ -63,15 +63,15 @@ STUDENT = ModelConfig(arch="shared", overrides={"similarity_scale": 20.0})
 class DistillTraining:
     """What a DE run needs besides the data, the student model and the loop settings."""
 
-    loss: str = _help("one_hot | focal (no teacher) | mse | margin_mse | m3se | softmax_ce | kl | rankdistil_b",
-                      default="softmax_ce")
+    loss: str = _help("one-hot | focal (no teacher) | mse | margin-mse | m3se | softmax-ce | kl | rankdistil-b",
+                      default="softmax-ce")
     group_size: int = _help("K candidates per query: the teacher's top K (positives kept); one-hot losses: a "
                             "positive + K-1 sampled negatives (paper: 20; Table 6: 2, 10, 20, 100)", default=20)
-    tau: float = _help("softmax_ce / kl: temperature of teacher and student softmax (Eq. 1)", default=1.0)
-    tau_squared: bool = _help("softmax_ce / kl: multiply the loss by tau^2 (Hinton et al.)", default=False)
-    label_smoothing: float = _help("one_hot: alpha of Table 8", default=0.0)
+    tau: float = _help("softmax-ce / kl: temperature of teacher and student softmax (Eq. 1)", default=1.0)
+    tau_squared: bool = _help("softmax-ce / kl: multiply the loss by tau^2 (Hinton et al.)", default=False)
+    label_smoothing: float = _help("one-hot: alpha of Table 8", default=0.0)
     focal_gamma: float = _help("focal: gamma (Lin et al.'s default 2)", default=2.0)
-    gamma0: float = _help("rankdistil_b: threshold the negatives are pushed below", default=0.0)
+    gamma0: float = _help("rankdistil-b: threshold the negatives are pushed below", default=0.0)
     in_batch_negatives: bool = _help("Table 12: the batch's other candidates as extra negatives", default=False)
     uniform_negatives: int = _help("Table 12: B_uni uniform random corpus passages per batch as extra negatives",
                                    default=0)
@@ -353,12 +353,12 @@ def train_distill(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConf
 
 
 def train_de_one_hot(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConfig,
-                     training: DistillTraining = DistillTraining(loss="one_hot"),
+                     training: DistillTraining = DistillTraining(loss="one-hot"),
                      student: ModelConfig = STUDENT, *, progress: bool = True):
     """The DE baseline without a teacher: `train_distill` with the one-hot softmax CE (label smoothing as
     configured), on one positive and K-1 sampled negatives per query."""
     if training.needs_teacher:
-        training = replace(training, loss="one_hot")
+        training = replace(training, loss="one-hot")
     return train_distill(train_set, dev_set, loop, training, student, None, progress=progress)
 
 
@@ -394,7 +394,7 @@ class TeacherConfig:
     are compared on one footing; a config sets `released` to reproduce the paper's exact teacher."""
 
     model: str | None = _help("the trained cross-encoder folder (`kind: cross-encoder` writes <output_dir>/best); "
-                              "needed by every loss but one_hot and focal", default="runs/cross-encoder/best")
+                              "needed by every loss but one-hot and focal", default="runs/cross-encoder/best")
     released: str | None = _help("released teacher scores to distil from instead of `model`: msmarco-passage-t1 "
                                  "(T1, BERT-Base CAT, Hofstätter et al. 2020; needs data.dataset: msmarco-passage); "
                                  "null = score with `model`", default=None)

@@ -3,12 +3,16 @@ classes are: each carries its one name, whether it needs a teacher, its hyperpar
 that the teacher never scored is given as teacher score. The equations themselves are the pure functions of
 `taser_lib.losses`; an object only binds one of them to its settings.
 
-    >>> loss = rerank_loss("softmax_ce", tau=2.0)          # the name a config file uses
+    >>> loss = rerank_loss("softmax-ce", tau=2.0)          # the name a config file uses
     >>> loss.needs_teacher, loss.name
-    (True, 'softmax_ce')
+    (True, 'softmax-ce')
     >>> loss(s, t, positives)                               # one query's scores, shape [1, K]
     >>> SoftmaxCEDistill(tau=2.0) == loss                   # or build it directly
     True
+
+Each loss has one spelling from notebook to object, with hyphens (`softmax-ce`): a student recipe's name is its
+architecture and that spelling (`de-softmax-ce`, `colbert-one-hot`), and the old underscore spelling of a config
+file (`softmax_ce`) is an error that names the new one.
 
 `RERANK_LOSSES` is the table of names, each entry registered by its class below; `DistillTraining.objective` turns
 a config's `loss:` into the object once, and the trainer asks the object, never the name.
@@ -24,7 +28,7 @@ import torch
 from ..errors import ConfigError
 from ..losses import focal_loss, kl_distill, m3se, margin_mse, mse, rankdistil_b, softmax_ce, softmax_ce_distill
 
-# Extras for softmax_ce / kl sit this many temperatures below the lowest teacher score: no teacher probability mass
+# Extras for softmax-ce / kl sit this many temperatures below the lowest teacher score: no teacher probability mass
 # (the teacher's distribution is over its own candidates).
 NO_MASS = 100.0
 
@@ -58,7 +62,7 @@ class RerankLoss:
 class OneHot(RerankLoss):
     """Softmax CE on the one positive, with label smoothing `label_smoothing` (DE Eq. 1, Table 8)."""
 
-    name: ClassVar[str] = "one_hot"
+    name: ClassVar[str] = "one-hot"
     needs_teacher: ClassVar[bool] = False
     label_smoothing: float = 0.0
 
@@ -95,7 +99,7 @@ class MSE(RerankLoss):
 class MarginMSE(RerankLoss):
     """Margin MSE, multi-positive form (DE Eq. 3)."""
 
-    name: ClassVar[str] = "margin_mse"
+    name: ClassVar[str] = "margin-mse"
 
     def __call__(self, s, t, positives):
         return margin_mse(s, t, positives)
@@ -126,7 +130,7 @@ class _Softmax(RerankLoss):
 class SoftmaxCEDistill(_Softmax):
     """Softmax CE against the teacher's softmax at temperature `tau` (DE Eq. 1 with soft labels)."""
 
-    name: ClassVar[str] = "softmax_ce"
+    name: ClassVar[str] = "softmax-ce"
 
     def __call__(self, s, t, positives):
         return softmax_ce_distill(s, t, tau=self.tau, tau_squared=self.tau_squared)
@@ -148,7 +152,7 @@ class KLDistill(_Softmax):
 class RankDistilB(RerankLoss):
     """Binary RankDistil (DE §4.3): negatives pushed below `gamma0`."""
 
-    name: ClassVar[str] = "rankdistil_b"
+    name: ClassVar[str] = "rankdistil-b"
     gamma0: float = 0.0
 
     def __call__(self, s, t, positives):
@@ -159,6 +163,9 @@ def rerank_loss(name: str, **settings: Any) -> RerankLoss:
     """The loss called `name` with those of `settings` it takes (the others, e.g. `tau` for `mse`, are ignored:
     a config holds every loss's settings)."""
     if name not in RERANK_LOSSES:
+        if isinstance(name, str) and name.replace("_", "-") in RERANK_LOSSES:  # the spelling before one name per loss
+            raise ConfigError(f"loss {name!r} is spelled {name.replace('_', '-')!r} (the name the variants, "
+                              f"notebooks and run keys use)")
         raise ConfigError(f"loss must be one of {tuple(RERANK_LOSSES)}, got {name!r}")
     cls = RERANK_LOSSES[name]
     own = {f.name for f in fields(cls)}
