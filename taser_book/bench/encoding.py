@@ -6,7 +6,8 @@ both in the model's own convention (one "title text" string for the packaged def
 precision (`taser_lib.models.precision`: bf16 on CUDA and on CPUs with native bf16, else fp32); sentence-transformers
 at its default float32. When auto means bf16, ours at fp32 runs too: the bf16 gain, and the minimum cosine of our
 bf16 vectors to our fp32 ones. On the CPU our fp32 encoder forced to PyTorch's stock kernels and to oneDNN's fused
-linears shows what fusing does on this machine (`taser_lib.models.fused`; ours at auto runs what its probe chose).
+linears shows what fusing does on this machine (`taser_lib.models.fused`; ours at auto runs what its trial on
+the encoder's own batches chose, and the bench keeps that trial beside its own paired measurement).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from taser_lib.models import DenseEncoder, default_checkpoint
 from taser_lib.models.encoding import passage_string
-from taser_lib.models.fused import use_fused_linears
+from taser_lib.models.fused import model_shape, stored_trial
 from . import inputs
 from .core import BenchConfig, interleaved, paired_ratio, rate, row
 
@@ -88,7 +89,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     fp32_name = "taser_lib_fp32" if "taser_lib_fp32" in times else "taser_lib"
     fused_gain = (paired_ratio(times["taser_lib_fp32_stock_kernels"], times["taser_lib_fp32_fused_kernels"])
                   if "taser_lib_fp32_stock_kernels" in times else None)
-    auto_fused = use_fused_linears(None, cfg.device, precision)
+    # what auto ran: the trial on the first timed round's batches (the warm-up slice is one batch, too few for one)
+    trial = stored_trial(precision, model_shape(ours.running_model())) if cfg.device == "cpu" else None
+    auto_fused = bool(trial and trial.choice)
     bf16_gain = paired_ratio(times["taser_lib_fp32"], times["taser_lib"]) if "taser_lib_fp32" in times else None
     fp32_speedup = paired_ratio(times["sentence_transformers"], times[fp32_name])
     extra = [row("speed-up of fused CPU linears over stock kernels (fp32)", fused_gain["median"], "x")] \
@@ -105,7 +108,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
              f"ours at precision {PRECISION!r}, here {precision}; sentence-transformers at float32",
              f"our fp32 encoder alone: {fp32_speedup['median']:.2f}x sentence-transformers",
              f"ours at auto runs {'fused oneDNN' if auto_fused else 'stock PyTorch'} linears here "
-             "(taser_lib.models.fused: the cached probe's choice)"]
+             + (f"(taser_lib.models.fused: its trial on the encoder's own batches measured fused {trial.speedup:.2f}x "
+                "stock)" if trial else "(no trial: stock kernels)")]
     if precision == "bf16":
         notes.append("bf16 encoding runs a bfloat16 copy of the model: every op, LayerNorm, softmax and pooling "
                      "included, computes in bf16 (no float32 fallback); the vectors are returned as float32")
@@ -130,6 +134,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "bf16_over_fp32": bf16_gain,
             "fused_over_stock": fused_gain,
             "fused_at_auto": auto_fused,
+            "fusion_trial": trial.as_dict() if trial else None,
             "cosine": {"min": float(cos.min()), "mean": float(cos.mean())},
             "cosine_to_fp32": {"min": float(cos_fp32.min()), "mean": float(cos_fp32.mean())},
             "precision": precision,

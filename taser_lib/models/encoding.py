@@ -13,8 +13,9 @@ of texts (BEIR practice for long queries: `evaluation.baselines.query_length`), 
 a block.
 
 On the CPU an encode call runs the BERT's linear layers as oneDNN fused linears (bias, GELU and the residual add
-inside the matrix multiply) where this machine measured them faster than PyTorch's stock kernels (`models.fused`: a
-cached probe; `fuse_cpu_linears=True/False` forces either).
+inside the matrix multiply) where this machine measured them faster than PyTorch's stock kernels on the encoder's own
+batches (`models.fused.KernelChoice`: a trial on the first batches of a large enough call, kept per machine, dtype and
+model shape; `fuse_cpu_linears=True/False` forces either).
 
 `precision` (`fp32 | bf16 | auto`, `taser_lib.models.precision`): at bf16 the encoder runs a bfloat16 copy of the
 model (made when an encode call first needs it, and made again only when the weights have changed since), with the
@@ -39,7 +40,7 @@ from transformers import PreTrainedTokenizerBase
 from ..errors import ConfigError
 from ..io import atomic_dir
 from .common import PASSAGE_FORMATS, Kind, Reps, TokenReps, cat_reps, passage_string
-from .fused import fused_cpu_linears, use_fused_linears
+from .fused import KernelChoice, fused_cpu_linears
 from .precision import check_precision, resolve_precision
 
 PassageInput = str | tuple[str, str]
@@ -112,8 +113,8 @@ class DenseEncoder:
     and its tokenizer; `represent_queries` / `represent_passages` (the model's own representations, ColBERT's
     token vectors too) for scoring with the model's `compute_similarity`.
 
-    `fuse_cpu_linears`: None (auto) runs oneDNN's fused linears on a CPU where they measured faster
-    (`models.fused`); True or False forces them on or off (stock PyTorch kernels). `precision` is
+    `fuse_cpu_linears`: None (auto) runs oneDNN's fused linears on a CPU where they measured faster on this
+    model's own batches (`models.fused.KernelChoice`); True or False forces them on or off (stock PyTorch kernels). `precision` is
     `fp32 | bf16 | auto` (module docstring); `resolved_precision` says what it means on this device.
     `passage_format` (`pair | concat`, `tokenize_passages`) defaults to the model config's own (pair for a model
     without one)."""
@@ -230,9 +231,11 @@ class DenseEncoder:
         pad = self.tokenizer.pad_token_id
         bar = tqdm(total=len(input_ids), desc=f"encode {desc}", disable=not self.show_progress, unit="text")
         model = self.running_model()
-        fused = use_fused_linears(self.fuse_cpu_linears, self.device, self.resolved_precision)
-        with torch.inference_mode(), fused_cpu_linears(model, fused):
-            for start in range(0, len(order), batch_size):
+        kernels = KernelChoice(self.fuse_cpu_linears, self.device, self.resolved_precision, model,
+                               n_batches=-(-len(order) // batch_size))
+        forward = model.encode_query if kind == "query" else model.encode_passage
+        with torch.inference_mode():
+            for b, start in enumerate(range(0, len(order), batch_size)):
                 idx = order[start:start + batch_size]
                 width = max(len(input_ids[i]) for i in idx)
                 ids = torch.full((len(idx), width), pad, dtype=torch.long)
@@ -246,7 +249,11 @@ class DenseEncoder:
                         types[row, :n] = torch.tensor(token_type_ids[i])
                 batch = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
                          "token_type_ids": types.to(self.device)}
-                yield idx, (model.encode_query if kind == "query" else model.encode_passage)(**batch)
+                with fused_cpu_linears(model, kernels.fused(b)):
+                    began = kernels.timer()
+                    reps = forward(**batch)
+                    kernels.observe(b, ids.numel(), kernels.timer() - began)
+                yield idx, reps
                 bar.update(len(idx))
         bar.close()
 

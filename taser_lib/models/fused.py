@@ -7,17 +7,21 @@ output; GELU and the residual add each read and write the whole activation again
 forward to float32 rounding (tests/test_bench.py).
 
 Whether that is faster depends on the CPU, so it is measured, not assumed: 1.2x on the 2-core AMD EPYC this was
-written on (bf16-capable), 0.86x on another 2-core AMD EPYC without native bf16 (`taser bench --only encoding`,
-2026-11-28). `use_fused_linears(None, device, dtype)` (what `DenseEncoder` asks by default) answers with
-`cpu_fusion_probe`: a BERT layer of the default model's width, forward in inference mode over padded batches of two
-widths, stock against fused, interleaved, median of 3 (a few seconds); fused is chosen only where it is at least `MIN_SPEEDUP` times faster. The probe runs once
-per machine, thread count, torch version and dtype, cached in `$TASER_CACHE_DIR/fusion-probe.json` beside the
-precision probe (`models.precision.cached_probe`); `fusion_record()` gives what was decided in this process.
+written on (bf16-capable), 0.86x and 0.97x on another 2-core AMD EPYC without native bf16 (`taser bench --only
+encoding`, 2026-11-28). A synthetic probe did not predict that: one random BERT layer at fixed shapes measured fused
+1.28x faster on the machine where encoding real passages ran it at 0.97x. So the choice is measured on the work
+itself: `KernelChoice`, what `DenseEncoder` uses at its default (auto), times the first batches of an encode call of
+at least `TRIAL_BATCHES` batches under both kernels (one warm-up each, then `TRIAL_PAIRS` adjacent stock/fused pairs
+in ABBA order, so the batches' falling widths cancel; seconds per padded token), and runs the rest of the call, and
+every later call, with fused linears only where the median pair ratio is at least `MIN_SPEEDUP`. The trial's batches
+are real output either way. Its result is kept per machine (CPU, cores, threads, torch), dtype and model shape in
+`$TASER_CACHE_DIR/fusion-probe.json` beside the precision probe (`models.precision`); a call too small for a trial,
+on a machine and shape never measured, runs PyTorch's stock kernels. `fusion_record()` gives what auto ran in this
+process.
 """
 
 from __future__ import annotations
 
-import functools
 import statistics
 import time
 import types
@@ -32,12 +36,8 @@ from torch import nn
 from transformers.activations import GELUActivation
 from transformers.models.bert.modeling_bert import BertIntermediate, BertOutput, BertSelfOutput
 
-from .precision import DTYPES, cached_probe, machine_key
+from .precision import machine_key, read_probe, store_probe
 
-MIN_SPEEDUP = 1.03   # fused must beat stock by this much: a tie keeps PyTorch's own kernels
-PROBE_VERSION = 1
-PROBE_FILE = "fusion-probe.json"
-_DECIDED: dict[str, bool] = {}  # what `use_fused_linears(None, "cpu", dtype)` decided in this process, per dtype
 
 
 def _onednn_linear():
@@ -105,94 +105,127 @@ def fused_cpu_linears(model: nn.Module, enabled: bool = True) -> Iterator[nn.Mod
             del module.forward
 
 
+# --- the choice, measured on the encode call's own batches ---------------------------------------------------------
 
+MIN_SPEEDUP = 1.03   # fused must beat stock by this much: a tie keeps PyTorch's own kernels
+TRIAL_PAIRS = 4      # stock/fused pairs of adjacent batches timed
+TRIAL_BATCHES = 2 + 2 * TRIAL_PAIRS   # a warm-up of each kernel choice, then the pairs
+TRIAL_VERSION = 2    # 1 was the synthetic one-layer probe (`taser bench`'s note of 2026-11-28)
+PROBE_FILE = "fusion-probe.json"
+_DECIDED: dict[str, dict[str, Any]] = {}   # what auto ran in this process, per "dtype, model shape"
 
-# --- the probe ------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class FusionProbe:
-    """One machine's measurement for one dtype: median seconds of a forward with stock and with fused linears."""
+class FusionTrial:
+    """One machine's measurement for one dtype and model shape: per adjacent pair of real batches, stock seconds
+    per padded token over fused seconds per padded token (above 1: fused is faster)."""
 
     machine: str
     dtype: str
-    seconds: dict[str, float]  # {"stock": s, "fused": s}
+    shape: str
+    ratios: tuple[float, ...]
 
     @property
     def speedup(self) -> float:
-        """Stock seconds over fused seconds: above 1, fused is faster."""
-        return self.seconds["stock"] / self.seconds["fused"]
+        return statistics.median(self.ratios)
 
     @property
     def choice(self) -> bool:
         return self.speedup >= MIN_SPEEDUP
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "speedup": round(self.speedup, 3), "fused": self.choice}
+        return {**asdict(self), "ratios": [round(r, 4) for r in self.ratios], "speedup": round(self.speedup, 3),
+                "fused": self.choice}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "FusionProbe":
-        return cls(str(data["machine"]), str(data["dtype"]), {k: float(data["seconds"][k]) for k in ("stock", "fused")})
+    def from_dict(cls, data: dict[str, Any]) -> "FusionTrial":
+        ratios = tuple(float(r) for r in data["ratios"])
+        if not ratios:
+            raise ValueError("a fusion trial without ratios")
+        return cls(str(data["machine"]), str(data["dtype"]), str(data["shape"]), ratios)
 
 
-def measure_cpu_fusion(dtype: str = "fp32", *, hidden: int = 384, layers: int = 1, heads: int = 12, batch: int = 32,
-                       lengths: tuple[int, ...] = (128, 48), repeats: int = 3,
-                       timer: Callable[[], float] = time.perf_counter) -> FusionProbe:
-    """Time a random BERT of the default model's width (`layers` layers) on the CPU in `dtype`, forward in inference
-    mode as `DenseEncoder` runs it (a batch per padded width in `lengths`, half of each batch padded to half the
-    width), with stock and with fused linears. Rounds alternate after one warm-up
-    each; the median of `repeats` rounds. (A fixed shape at a small batch measured fused 1.25x faster on an EPYC
-    where encoding real passages ran it 0.86x: the probe has to look like the work.)"""
-    from transformers import BertConfig, BertModel
-
-    config = BertConfig(vocab_size=512, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                        intermediate_size=4 * hidden, max_position_embeddings=max(512, *lengths))
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = BertModel(config, add_pooling_layer=False).eval().to(DTYPES[dtype])
-        inputs = []
-        for width in lengths:
-            mask = torch.ones(batch, width, dtype=torch.long)
-            mask[: batch // 2, width // 2:] = 0
-            inputs.append({"input_ids": torch.randint(0, config.vocab_size, (batch, width)), "attention_mask": mask})
-
-    def one_round(fused: bool) -> float:
-        with torch.inference_mode(), fused_cpu_linears(model, fused):
-            start = timer()
-            for batch_inputs in inputs:
-                model(**batch_inputs)
-            return timer() - start
-
-    one_round(False), one_round(True)
-    times: dict[str, list[float]] = {"stock": [], "fused": []}
-    for _ in range(repeats):
-        times["stock"].append(one_round(False))
-        times["fused"].append(one_round(True))
-    return FusionProbe(machine_key(), dtype, {k: statistics.median(v) for k, v in times.items()})
+def model_shape(model: nn.Module) -> str:
+    """What the kernel choice depends on besides the machine: the model's class, width and number of linears."""
+    widths = sorted({m.in_features for m in model.modules() if isinstance(m, nn.Linear)})
+    n = sum(_fused_forward(m) is not None for m in model.modules())
+    return f"{type(model).__name__}, {n} linears, in-widths {widths}"
 
 
-@functools.lru_cache(maxsize=None)
-def cpu_fusion_probe(dtype: str = "fp32") -> FusionProbe:
-    """This machine's fusion probe for `dtype` (a second or two), measured once and cached (`cached_probe`)."""
-    return cached_probe(PROBE_FILE, lambda: measure_cpu_fusion(dtype), FusionProbe.from_dict,
-                        key=f"{machine_key()} | {dtype} | fusion probe {PROBE_VERSION}")
+def _trial_key(dtype: str, shape: str) -> str:
+    return f"{machine_key()} | {dtype} | {shape} | fusion trial {TRIAL_VERSION}"
 
 
-def use_fused_linears(setting: bool | None, device: str | torch.device, dtype: str = "fp32") -> bool:
-    """Whether an encode call runs fused linears: `setting` when given; else (auto) only on a CPU where
-    `cpu_fusion_probe(dtype)` measured them faster, and only where oneDNN's op exists."""
-    if setting is not None:
-        return setting
-    if torch.device(device).type != "cpu" or _onednn_linear() is None:
-        return False
-    _DECIDED[dtype] = cpu_fusion_probe(dtype).choice
-    return _DECIDED[dtype]
+def stored_trial(dtype: str, shape: str) -> FusionTrial | None:
+    """This machine's trial for `dtype` and `shape`, from `$TASER_CACHE_DIR/fusion-probe.json`, or None."""
+    return read_probe(PROBE_FILE, _trial_key(dtype, shape), FusionTrial.from_dict)
+
+
+class KernelChoice:
+    """Which kernels each batch of one encode call runs: `setting` True/False forces them; None (auto) follows this
+    machine's stored trial for the model's dtype and shape, or runs the trial on this call's first `TRIAL_BATCHES`
+    batches when it has that many (module docstring), else stock kernels. Use: `fused(b)` before batch b, and
+    `observe(b, tokens, seconds)` after its forward."""
+
+    def __init__(self, setting: bool | None, device: str | torch.device, dtype: str, model: nn.Module,
+                 n_batches: int, timer: Callable[[], float] = time.perf_counter):
+        self.timer, self.dtype, self.trial = timer, dtype, None
+        self.shape = model_shape(model)
+        self._plan: list[bool] = []
+        self._seconds: dict[int, float] = {}
+        if setting is not None:
+            self.fixed: bool | None = bool(setting)
+        elif torch.device(device).type != "cpu" or _onednn_linear() is None:
+            self.fixed = False
+        elif (trial := stored_trial(dtype, self.shape)) is not None:
+            self.trial, self.fixed = trial, trial.choice
+            self._record("stored trial")
+        elif n_batches >= TRIAL_BATCHES:
+            self.fixed = None
+            self._plan = [False, True] + [fused for _ in range(TRIAL_PAIRS // 2)
+                                          for fused in (False, True, True, False)]
+            self._plan += [False, True] * (TRIAL_PAIRS % 2)
+        else:
+            self.fixed = False
+            self._record(f"not measured: fewer than {TRIAL_BATCHES} batches")
+
+    def _record(self, how: str) -> None:
+        if self.fixed is not None:
+            _DECIDED[f"{self.dtype}, {self.shape}"] = {
+                "fused": self.fixed, "how": how, "trial": self.trial.as_dict() if self.trial else None}
+
+    def fused(self, b: int) -> bool:
+        return self.fixed if self.fixed is not None else self._plan[b]
+
+    def observe(self, b: int, tokens: int, seconds: float) -> None:
+        if self.fixed is not None:
+            return
+        self._seconds[b] = seconds / max(tokens, 1)
+        if b + 1 < len(self._plan):
+            return
+        per_token = [self._seconds[i] for i in range(2, len(self._plan))]
+        pairs = [per_token[i:i + 2] for i in range(0, len(per_token), 2)]
+        plan = self._plan[2:]
+        ratios = []
+        for i, (a, z) in enumerate(pairs):
+            stock, fused = (a, z) if not plan[2 * i] else (z, a)
+            ratios.append(stock / fused if fused > 0 else float("inf"))
+        self.trial = FusionTrial(machine_key(), self.dtype, self.shape, tuple(ratios))
+        self.fixed = self.trial.choice
+        store_probe(PROBE_FILE, _trial_key(self.dtype, self.shape), self.trial)
+        self._record("measured in this call")
+
+
+def use_fused_linears(setting: bool | None, device: str | torch.device, dtype: str, model: nn.Module) -> bool:
+    """What later encode calls of `model` run: `setting` when given, else (auto) the stored trial's choice, and
+    stock kernels where no trial has been run for this machine, dtype and shape."""
+    return KernelChoice(setting, device, dtype, model, n_batches=0).fused(0)
 
 
 def fusion_record() -> dict[str, Any]:
-    """What auto decided about fused linears in this process, per dtype, with the probes behind it: for a result's
-    meta."""
-    return {"fused": dict(_DECIDED), "probes": {d: cpu_fusion_probe(d).as_dict() for d in _DECIDED}}
+    """What auto ran in this process, per dtype and model shape, with the trial behind it: for a result's meta."""
+    return {"fused": {k: v["fused"] for k, v in _DECIDED.items()}, "decisions": dict(_DECIDED)}
 
 
-__all__ = ["FusionProbe", "MIN_SPEEDUP", "cpu_fusion_probe", "fused_cpu_linears", "fusion_record",
-           "measure_cpu_fusion", "use_fused_linears"]
+__all__ = ["FusionTrial", "KernelChoice", "MIN_SPEEDUP", "TRIAL_BATCHES", "TRIAL_PAIRS", "fused_cpu_linears",
+           "fusion_record", "model_shape", "stored_trial", "use_fused_linears"]

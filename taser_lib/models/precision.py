@@ -189,26 +189,43 @@ def measure_cpu_precision(*, hidden: int = 384, layers: int = 1, heads: int = 12
     return PrecisionProbe(machine_key(), seconds, round(cosine, 6))
 
 
+def _probe_entries(file: str) -> dict[str, Any]:
+    try:
+        cached = json.loads(probe_cache_path(file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return cached if isinstance(cached, dict) else {}
+
+
+def read_probe(file: str, key: str, parse: Callable[[dict], Any]):
+    """The probe result stored under `key` in `$TASER_CACHE_DIR/<file>`, or None (none there, or damaged)."""
+    entry = _probe_entries(file).get(key)
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return parse(entry)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def store_probe(file: str, key: str, result) -> None:
+    """Add `result.as_dict()` under `key` to `$TASER_CACHE_DIR/<file>` (atomically); a cache that cannot be written
+    is left alone, never an error."""
+    try:
+        atomic_write_json(probe_cache_path(file), {**_probe_entries(file), key: result.as_dict()})
+    except OSError:
+        pass
+
+
 def cached_probe(file: str, measure: Callable[[], Any], parse: Callable[[dict], Any], *, key: str | None = None):
     """A machine probe's result: read from `$TASER_CACHE_DIR/<file>` when it holds one for `key` (default
     `machine_key()`), else `measure()`d now and added to the file (`result.as_dict()`). A cache that cannot be read
     or written is measured around, never an error; a damaged entry is measured again."""
-    path, key = probe_cache_path(file), key or machine_key()
-    try:
-        cached = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        cached = {}
-    cached = cached if isinstance(cached, dict) else {}
-    if isinstance(cached.get(key), dict):
-        try:
-            return parse(cached[key])
-        except (KeyError, TypeError, ValueError):
-            pass
-    result = measure()
-    try:
-        atomic_write_json(path, {**cached, key: result.as_dict()})
-    except OSError:
-        pass
+    key = key or machine_key()
+    result = read_probe(file, key, parse)
+    if result is None:
+        result = measure()
+        store_probe(file, key, result)
     return result
 
 
