@@ -466,9 +466,12 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     total_cells = len(json.loads(path.read_text(encoding="utf-8")).get("cells", [])) + 1  # + injected parameters
     try:
         with _force_retrain(force), (_streaming(stem, total_cells) if progress else contextlib.nullcontext({})) as out:
+            # The kernel starts in the notebook's folder through nbclient's resources, not papermill's `cwd`:
+            # that one chdirs the whole process, which races between the threads of --jobs (nteract/papermill#473)
+            # and can start a kernel in another folder, where its relative results_dir points elsewhere.
             papermill.execute_notebook(str(path), str(executed), parameters=params, kernel_name=KERNEL,
-                                       cwd=str(path.parent), progress_bar=False, execution_timeout=cell_timeout,
-                                       **out)
+                                       resources={"metadata": {"path": str(path.parent)}}, progress_bar=False,
+                                       execution_timeout=cell_timeout, **out)
         meta = read_meta(staging)
         if meta is None or not meta.get("tables"):
             error = "saved no result (a notebook must call taser_book.reproduce.save_result)"

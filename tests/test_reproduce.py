@@ -285,12 +285,40 @@ def test_reproduce_keeps_going_and_fails_overall(tmp_path, capsys):
     table = {line.split()[0]: line.split()[1] for line in out.splitlines()
              if line.split()[:1] and line.split()[0] in ("a_fails", "b_saves_nothing", "c_good")
              and len(line.split()) > 2 and line.split()[1] in ("ok", "failed")}
-    assert table == {"a_fails": "failed", "b_saves_nothing": "failed", "c_good": "ok"}
+    assert table == {"a_fails": "failed", "b_saves_nothing": "failed", "c_good": "ok"}, out
     assert "saved no result" in out
     assert (results / "smoke" / "c_good" / "meta.json").is_file()
     assert not (results / "smoke" / "a_fails").exists() and not (results / "smoke" / "b_saves_nothing").exists()
     # only the good one, alone: success
     assert reproduce("smoke", only=["c_good"], root=root, results_root=results, book=False) == 0
+
+
+CWD_PROBE = """import os
+from taser_book.results import save_result
+save_result(results_dir, "cwd", {"cwd": os.getcwd()})
+"""
+
+
+def test_parallel_kernels_start_in_the_notebook_folder_without_changing_this_process_folder(tmp_path, monkeypatch):
+    # --jobs runs notebooks in threads of one process: a chdir by one thread moves the others (papermill's `cwd`
+    # did, nteract/papermill#473), so a kernel could start elsewhere and write its relative results_dir there
+    root = tmp_path / "proj"
+    for name in ("p1", "p2", "p3", "p4"):
+        write_notebook(root / "notebooks" / f"{name}.ipynb", CWD_PROBE)
+    here = os.getcwd()
+    chdir = os.chdir
+
+    def only_here(path):  # papermill's file handler "changes" to the folder it started in: harmless
+        if os.path.realpath(path) != os.path.realpath(here):
+            raise AssertionError(f"the runner changed this process's folder to {path}")
+        chdir(path)
+
+    monkeypatch.setattr(os, "chdir", only_here)
+    results = tmp_path / "results"
+    assert reproduce("smoke", root=root, results_root=results, book=False, jobs=2) == 0
+    assert os.getcwd() == here
+    for name in ("p1", "p2", "p3", "p4"):
+        assert load_result(results / "smoke" / name, "cwd")["cwd"] == str((root / "notebooks").resolve())
 
 
 # Records whether the runner asked it to retrain, and prints to stdout and (like tqdm) to stderr.
