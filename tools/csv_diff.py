@@ -34,7 +34,9 @@ def main(old, new):
         diff = []
         for c in keep:
             u, v = xs[c], ys[c]
-            if pd.api.types.is_numeric_dtype(u) and pd.api.types.is_numeric_dtype(v):
+            if pd.api.types.is_bool_dtype(u) or pd.api.types.is_bool_dtype(v):
+                bad = ~(u.astype(str) == v.astype(str))
+            elif pd.api.types.is_numeric_dtype(u) and pd.api.types.is_numeric_dtype(v):
                 bad = ~((u - v).abs().le(1e-9 + 1e-6 * v.abs()) | (u.isna() & v.isna()))
             else:
                 bad = ~((u.astype(str) == v.astype(str)))
