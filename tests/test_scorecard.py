@@ -43,7 +43,7 @@ IDS_ADDED = """
 T-train-memory TA2-hybrid-helps-both D-T6-k20-over-k2 D-F2-distilled-margins D-T12-negatives-help-retrieval
 D-P3-kl-entropy D-T3-disagreements-are-negatives D-T3-disagreements-overlap D-F2-diffuse-within D-F2-overlap
 D-F7-early-peak D-F7-distilled-sharper X1-distill-beats-one-hot-rerank X2-distill-beats-taser-retrieval
-X3-m3se-vs-softmax-ce TA1-det-best-i4 TA1-seq-beats-tok-i4 D-T1-ours-beat-rankdistil D-F2-diffuse-scale-free TA1-shared-not-worse
+X3-m3se-vs-softmax-ce TA1-det-best-i4 TA1-seq-beats-tok-i4 D-T1-ours-beat-rankdistil D-F2-diffuse-scale-free TA1-shared-not-worse D-T12-negatives-distilled
 """.split()
 
 PAPERS = "A: Paper A (2024)\nB: Paper B\n"
