@@ -392,6 +392,66 @@ def _point_at(executed: Path, staged: str, final: str) -> None:
         nbformat.write(nb, str(tmp))
 
 
+LEG_NAME = ".heartbeat.json"   # in a staging folder while its notebook runs: when it started and how long it has run
+HEARTBEAT_S = 30.0      # how often the runner rewrites it
+
+
+class _Heartbeat:
+    """While a notebook runs, `staging/.heartbeat.json` says when the run started and how long it has run so far,
+    rewritten every HEARTBEAT_S seconds. A run killed outright (SIGKILL, a session or machine that goes away) cannot
+    record its time, but leaves this file behind: the next run of the notebook counts that leg into the page's wall
+    time (`_earlier_legs`), so a page whose trained runs resumed across sessions reports all of its time, not only
+    its last leg."""
+
+    def __init__(self, staging: Path, start_utc: str):
+        self.path, self.start_utc, self.started = staging / LEG_NAME, start_utc, time.time()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat-{staging.name}")
+
+    def _write(self) -> None:
+        now = time.time()
+        try:
+            atomic_write_json(self.path, {"start_time_utc": self.start_utc, "seconds": round(now - self.started, 1),
+                                          "last_seen": now})
+        except OSError:  # the staging folder went away (published or discarded): nothing left to record
+            pass
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            self._write()
+
+    def __enter__(self) -> "_Heartbeat":
+        self._write()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.path.unlink(missing_ok=True)  # never published with the results
+
+
+def _earlier_legs(staging_root: Path, stem: str) -> list[dict]:
+    """The legs of earlier runs of notebook `stem` that were killed outright: each staging folder of that notebook
+    whose heartbeat stopped more than three beats ago. Their staging folders are removed once read (a live run's,
+    whose heartbeat is recent, is left alone; a folder without a heartbeat, from a runner before heartbeats, too)."""
+    legs = []
+    now = time.time()
+    for folder in sorted(staging_root.glob(f"{stem}-*")) if staging_root.is_dir() else []:
+        if folder.name.rsplit("-", 1)[0] != stem or not (folder / LEG_NAME).is_file():
+            continue
+        try:
+            leg = json.loads((folder / LEG_NAME).read_text(encoding="utf-8"))
+            seconds, last_seen = float(leg["seconds"]), float(leg["last_seen"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if now - last_seen <= 3 * HEARTBEAT_S:
+            continue
+        legs.append({"start_time_utc": leg.get("start_time_utc"), "seconds": round(seconds, 1)})
+        shutil.rmtree(folder, ignore_errors=True)
+    return sorted(legs, key=lambda leg: str(leg["start_time_utc"]))
+
+
 def _remove_if_empty(folder: Path) -> None:
     try:
         folder.rmdir()
@@ -454,6 +514,7 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
               "git_revision": code_revision(path.parent)}  # taken before the run: the version that ran
 
     profile_dir = Path(results_root).resolve() / profile
+    earlier = _earlier_legs(profile_dir / ".staging", stem)  # legs of this notebook killed before they could finish
     staging = profile_dir / ".staging" / f"{stem}-{uuid.uuid4().hex[:8]}"
     staging.mkdir(parents=True)
     params["results_dir"] = os.path.relpath(staging, path.parent)
@@ -465,7 +526,8 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     error: str | None = None
     total_cells = len(json.loads(path.read_text(encoding="utf-8")).get("cells", [])) + 1  # + injected parameters
     try:
-        with _force_retrain(force), (_streaming(stem, total_cells) if progress else contextlib.nullcontext({})) as out:
+        with _force_retrain(force), _Heartbeat(staging, start_utc), \
+                (_streaming(stem, total_cells) if progress else contextlib.nullcontext({})) as out:
             # The kernel starts in the notebook's folder through nbclient's resources, not papermill's `cwd`:
             # that one chdirs the whole process, which races between the threads of --jobs (nteract/papermill#473)
             # and can start a kernel in another folder, where its relative results_dir points elsewhere.
@@ -500,6 +562,9 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
         "results_dir": os.path.relpath(final, path.parent.parent),  # from the repository root: no machine's path
         "parameters": {k: v for k, v in params.items() if k != "results_dir"},  # the staging path is not one
         "start_time_utc": start_utc, "wall_seconds": round(wall, 3), "forced": force,
+        # a run that resumed after earlier legs were killed: their time too (trained runs resume from the run cache)
+        **({"earlier_legs": earlier, "wall_seconds_all_legs": round(wall + sum(leg["seconds"] for leg in earlier), 1)}
+           if earlier else {}),
         "notebook_source": {**meta.get("notebook_source", {}), **source},
     })
     meta.setdefault("library_version", sys.modules[__package__].__version__)
@@ -692,15 +757,24 @@ def _admonition(kind: str, title: str, body: str) -> str:
     return f"```{{admonition}} {title}\n:class: {kind}\n{body}\n```"
 
 
+def wall_seconds(meta: Mapping[str, Any]) -> float | None:
+    """A result's wall time: every leg of its run (`wall_seconds_all_legs`, when earlier legs were killed and the
+    run resumed), else its one leg."""
+    value = meta.get("wall_seconds_all_legs", meta.get("wall_seconds"))
+    return value if isinstance(value, (int, float)) else None
+
+
 def _provenance_line(meta: Mapping[str, Any]) -> str:
     """One line under the title: which run made the page's numbers."""
     hardware = (meta.get("hardware") or {}).get("summary") or meta.get("machine") or "an unrecorded machine"
-    minutes = meta.get("wall_seconds")
+    minutes = wall_seconds(meta)
+    legs = 1 + len(meta.get("earlier_legs") or [])
     when = str(meta.get("start_time_utc") or meta.get("time_utc") or "")[:10]
     revision = str(meta.get("git_revision") or "")
     revision = revision.split("+")[0][:12] + ("+dirty" if revision.endswith("+dirty") else "")
     parts = [f"profile `{meta.get('profile')}`", when,
-             f"{minutes / 60:.1f} min on {hardware}" if isinstance(minutes, (int, float)) else f"on {hardware}"]
+             (f"{minutes / 60:.1f} min" + (f" in {legs} legs" if legs > 1 else "") + f" on {hardware}")
+             if isinstance(minutes, (int, float)) else f"on {hardware}"]
     if revision:
         parts.append(f"revision `{revision}`")
     runs = " (see [Run times](../book/runs.md))"
@@ -848,15 +922,16 @@ def run_times(root: str | os.PathLike, results_root: str | os.PathLike) -> pd.Da
                 meta = None
             if meta is None:
                 continue
-            wall = meta.get("wall_seconds")
+            wall = wall_seconds(meta)
             rows.append({
                 "notebook": source.stem, "profile": profile,
-                "minutes": round(wall / 60, 1) if isinstance(wall, (int, float)) else None,
+                "minutes": round(wall / 60, 1) if wall is not None else None,
+                "legs": 1 + len(meta.get("earlier_legs") or []),
                 "date": str(meta.get("start_time_utc") or meta.get("time_utc") or "")[:10],
                 "machine": (meta.get("hardware") or {}).get("summary") or meta.get("machine") or "",
                 "up to date": "yes" if (reason := stale_reason(folder, root)) is None else f"no: {reason}",
             })
-    return pd.DataFrame(rows, columns=["notebook", "profile", "minutes", "date", "machine", "up to date"])
+    return pd.DataFrame(rows, columns=["notebook", "profile", "minutes", "legs", "date", "machine", "up to date"])
 
 
 def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, out_md: str | os.PathLike) -> None:
@@ -864,17 +939,18 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
     table = run_times(root, results_root)
     lines = ["# Run times", "",
              "How long each notebook took at each profile that has published results, when, and on which machine "
-             "(the wall time of the whole notebook, from the `meta.json` beside its results). A result that is not "
-             "up to date was made from an older version of its notebook or of a library file it uses; its page says "
-             "so too.", ""]
+             "(the wall time of the whole notebook, from the `meta.json` beside its results). A run that was killed "
+             "(a session that ended) and run again resumes its trained runs from the run cache; its minutes are then "
+             "those of every leg, and *legs* says how many. A result that is not up to date was made from an older "
+             "version of its notebook or of a library file it uses; its page says so too.", ""]
     if table.empty:
         lines.append("No notebook has published results yet: run `taser reproduce --profile cpu`.")
     else:
-        lines += ["| notebook | profile | minutes | date | machine | up to date |",
-                  "| --- | --- | ---: | --- | --- | --- |"]
+        lines += ["| notebook | profile | minutes | legs | date | machine | up to date |",
+                  "| --- | --- | ---: | ---: | --- | --- | --- |"]
         for row in table.itertuples(index=False):
             cells = [f"[{row.notebook}](../notebooks/{row.notebook}.ipynb)", f"`{row.profile}`",
-                     "" if row.minutes is None else f"{row.minutes:.1f}", row.date, row.machine, row[5]]
+                     "" if row.minutes is None else f"{row.minutes:.1f}", row.legs, row.date, row.machine, row[6]]
             lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
         totals = table.groupby("profile", sort=False)["minutes"].sum()
         lines += ["", "In all: " + "; ".join(f"`{p}` {m:g} minutes" for p, m in totals.items()) + "."]

@@ -321,6 +321,47 @@ def test_parallel_kernels_start_in_the_notebook_folder_without_changing_this_pro
         assert load_result(results / "smoke" / name, "cwd")["cwd"] == str((root / "notebooks").resolve())
 
 
+LEG_PROBE = """import json, os, time
+from taser_book.results import save_result
+time.sleep(1.0)
+leg = json.load(open(os.path.join(results_dir, ".heartbeat.json")))
+save_result(results_dir, "leg", {"seconds": leg["seconds"]})
+"""
+
+
+def test_a_killed_leg_counts_into_the_wall_time_of_the_run_that_resumes(tmp_path, monkeypatch):
+    from taser_book import reproduce as runner
+
+    monkeypatch.setattr(runner, "HEARTBEAT_S", 0.2)
+    notebook = write_notebook(tmp_path / "notebooks" / "legs.ipynb", LEG_PROBE)
+    staging = tmp_path / "results" / "smoke" / ".staging"
+    # a leg killed outright an hour ago (its heartbeat stopped), one still beating (another runner), one from a
+    # runner before heartbeats, and another notebook's killed leg
+    for name, leg in (("legs-dead0001", {"seconds": 600.0, "last_seen": time.time() - 3600}),
+                      ("legs-live0002", {"seconds": 60.0, "last_seen": time.time() + 3600}),
+                      ("legs-old00003", None),
+                      ("legs_other-dead0004", {"seconds": 900.0, "last_seen": time.time() - 3600})):
+        (staging / name).mkdir(parents=True)
+        if leg is not None:
+            record = {"start_time_utc": "2026-01-01T00:00:00", **leg}
+            (staging / name / ".heartbeat.json").write_text(json.dumps(record))
+    run = run_notebook(notebook, "smoke", tmp_path / "results", progress=False)
+    assert run.status == "ok", run.note
+    out = tmp_path / "results" / "smoke" / "legs"
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["earlier_legs"] == [{"start_time_utc": "2026-01-01T00:00:00", "seconds": 600.0}]
+    assert meta["wall_seconds_all_legs"] == pytest.approx(600.0 + meta["wall_seconds"], abs=0.1)
+    assert load_result(out, "leg")["seconds"] > 0           # the heartbeat ran while the notebook did
+    assert not (out / ".heartbeat.json").exists()                 # and is never published
+    assert sorted(p.name for p in staging.iterdir()) == ["legs-live0002", "legs-old00003", "legs_other-dead0004"]
+
+    from taser_book.reproduce import _provenance_line, run_times
+    assert "in 2 legs" in _provenance_line(meta)
+    table = run_times(tmp_path, tmp_path / "results")
+    assert table.loc[table.notebook == "legs", "legs"].item() == 2
+    assert table.loc[table.notebook == "legs", "minutes"].item() == round(meta["wall_seconds_all_legs"] / 60, 1)
+
+
 # Records whether the runner asked it to retrain, and prints to stdout and (like tqdm) to stderr.
 ENV_PROBE = """import os, sys
 import pandas as pd
