@@ -786,26 +786,62 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _verdict_box(claims: pd.DataFrame) -> str:
-    """The page's claims and verdicts as a short Markdown table (the first thing under the title), each claim's row
-    carrying the anchor the scorecard and the chapter pages link to, then a dropdown with each claim in full and the
-    test behind its verdict."""
+def short_statement(statement: str, limit: int = 110) -> str:
+    """A claim's statement in one line for the verdict box: without its parenthetical qualifiers (the quotes from the
+    paper, the "here: ..." notes, the model details) and what follows a semicolon, which the dropdown below the box
+    keeps, and cut at a word before `limit` characters."""
+    text = " ".join(statement.split())
+    start = text.find(" (")
+    while start >= 0:  # a parenthetical opens after a space and closes before a space or a mark: (1/8)·x is math
+        depth, end = 0, None
+        for i in range(start + 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                end = i
+                break
+        if end is not None and (end + 1 == len(text) or text[end + 1] in " ,.;:"):
+            text = text[:start] + text[end + 1:]
+            start = text.find(" (", start)
+        else:
+            start = text.find(" (", start + 1)
+    text = text.split("; ")[0].rstrip(" ,:")
+    if len(text) > limit:
+        text = text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+    return text
 
-    lines = ["**Claims and verdicts** (judged when the book was built, from this page's saved tables; the "
-             "[scorecard](../book/scorecard.md) explains the tests):", "",
-             "| claim | verdict | paper | ours | ER |", "| --- | --- | --- | --- | --- |"]
+
+VERDICT_BOX_COLUMNS = (("claim", 34), ("verdict", 17), ("paper", 20), ("ours", 21), ("ER", 8))  # name, % of width
+
+
+def _verdict_box(claims: pd.DataFrame) -> str:
+    """The page's claims and verdicts as a short table (the first thing under the title): each claim in one line with
+    its id and where the paper makes it, on the anchor the scorecard and the chapter pages link to, its verdict, the
+    paper's numbers and ours; then a dropdown with each claim in full and the test behind its verdict. The table is
+    HTML so that its columns get widths that fit the text column (a Markdown table gives the claim a sliver)."""
+    from html import escape
+
+    rows = []
     details = []
     for row in claims.itertuples(index=False):
         where = getattr(row, "where", "") or ""
-        name = (f'<span id="{claim_anchor(row.id)}"></span>**{_cell(row.id)}**'
-                + (f" ({_cell(where)})" if where else ""))
-        lines.append(f"| {name} | {_cell(row.verdict)} | {_cell(row.paper)} | {_cell(row.ours) or '–'} | "
-                     f"{_cell(row.ER) or '–'} |")
         statement = " ".join(str(getattr(row, "claim", "") or "").split())
+        short = short_statement(statement)
+        label = f"<strong>{escape(str(row.id))}</strong>" + (f" ({escape(str(where))})" if where else "")
+        claim = f'<span id="{claim_anchor(row.id)}"></span>' + (
+            f"{escape(short)}<br><small>{label}</small>" if short else label)
+        cells = [claim, escape(str(row.verdict)), escape(str(row.paper)), escape(str(row.ours or "")) or "–"]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells)
+                    + f'<td class="number">{escape(str(row.ER or "")) or "–"}</td></tr>')
         detail = " ".join(str(getattr(row, "detail", "") or "").split())
         if statement or detail:
             details.append(f"- **{escape_markdown(row.id)}**: {escape_markdown(statement)}"
                            + (f" *Verdict*: {escape_markdown(detail)}" if detail else ""))
+    widths = "".join(f'<col style="width: {w}%">' for _, w in VERDICT_BOX_COLUMNS)
+    heads = "".join(f"<th>{name}</th>" for name, _ in VERDICT_BOX_COLUMNS)
+    lines = ["**Claims and verdicts** (judged when the book was built, from this page's saved tables; the "
+             "[scorecard](../book/scorecard.md) explains the tests):", "",
+             f'<table class="table verdict-box"><colgroup>{widths}</colgroup>',
+             f"<thead><tr>{heads}</tr></thead><tbody>", *rows, "</tbody></table>"]
     if details:
         lines += ["", ":::{dropdown} The claims in full, with the test behind each verdict", "", *details, "", ":::"]
     return "\n".join(lines)

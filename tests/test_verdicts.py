@@ -392,9 +392,25 @@ def test_the_book_page_opens_with_the_verdicts_judged_now(tmp_path):
     page = nbformat.read(out, as_version=4)
     first = page.cells[0].source
     assert first.startswith("# A page") and "**Claims and verdicts**" in first
-    assert ('| <span id="claim-K-1"></span>**K-1** (Table 1) | fails: a < b (p = 0.001) | 0.4 vs 0.3 | a=0.5, b=0.2 | '
-            '-0.50 |') in first                       # the verdict next to the claim, on the anchor the scorecard uses
+    assert ('<tr><td><span id="claim-K-1"></span>a beats b<br><small><strong>K-1</strong> (Table 1)</small></td>'
+            '<td>fails: a &lt; b (p = 0.001)</td><td>0.4 vs 0.3</td><td>a=0.5, b=0.2</td>'
+            '<td class="number">-0.50</td></tr>') in first
+    # the verdict next to the claim in one line, on the anchor the scorecard uses
     assert ":::{dropdown}" in first and "- **K-1**: a beats b *Verdict*: why" in first
     assert first.index("Claims and verdicts") < first.index("Text.")
     shown = page.cells[1].outputs[0]["data"]["text/plain"]
     assert "holds (old)" not in shown and "fails: a < b" in shown
+
+
+def test_the_verdict_box_shows_each_claim_in_one_line():
+    from taser_book.reproduce import short_statement
+
+    # the parenthetical qualifiers and what follows a semicolon go (the dropdown keeps them); math stays
+    assert short_statement('Label smoothing does not improve DE test MRR@10 ("smoothing has a minimal effect"; '
+                           'here: not by 0.01 or more)') == "Label smoothing does not improve DE test MRR@10"
+    assert short_statement("CA beats DE (MRR@10); the premise of the rest") == "CA beats DE"
+    assert short_statement("a dual encoder of dimension rank(S) (SVD)") == "a dual encoder of dimension rank(S)"
+    assert short_statement("τ²·g → (1/8)·h as τ grows") == "τ²·g → (1/8)·h as τ grows"
+    assert short_statement("gains (a (nested) note) everywhere") == "gains everywhere"
+    long = " ".join(["word"] * 40)
+    assert short_statement(long).endswith(" …") and len(short_statement(long)) <= 112
