@@ -644,15 +644,26 @@ def check_requires(claims: Iterable[Claim], preconditions: Mapping[str, Claim]) 
                 path, line = claim.source.rsplit(":", 1)
                 raise FormatError(path, int(line) if line.isdigit() else None, f"{claim.id}.requires",
                                   f"'{name}' is neither a precondition nor a claim id")
-            seen, todo = {claim.id}, [name]
-            while todo:
-                current = todo.pop()
-                if current in seen:
-                    path, line = claim.source.rsplit(":", 1)
-                    raise FormatError(path, int(line) if line.isdigit() else None, f"{claim.id}.requires",
-                                      f"requires itself through '{name}'")
-                seen.add(current)
-                todo += list(by_id[current].requires) if current in by_id else []
+    # a cycle, not a shared premise: two claims may require the same third one (a diamond is fine)
+    state: dict[str, str] = {}  # claim id -> "open" while its requirements are walked, "done" after
+
+    def walk(cid: str, trail: list[str]) -> None:
+        state[cid] = "open"
+        for name in by_id[cid].requires:
+            if name not in by_id:
+                continue  # a precondition: requires nothing
+            if state.get(name) == "open":  # on the path walked to here: a loop back to it
+                chain = [*trail, cid]
+                path, line = by_id[name].source.rsplit(":", 1)
+                raise FormatError(path, int(line) if line.isdigit() else None, f"{name}.requires",
+                                  "requires itself: " + " -> ".join([*chain[chain.index(name):], name]))
+            if state.get(name) != "done":
+                walk(name, [*trail, cid])
+        state[cid] = "done"
+
+    for cid in by_id:
+        if cid not in state:
+            walk(cid, [])
 
 
 def load_claims(claims_dir: str | os.PathLike) -> tuple[Claim, ...]:

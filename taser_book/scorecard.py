@@ -439,7 +439,9 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
     if claim.over:
         present = [set(f[claim.over].astype(str)) for f in frames.values()]
         groups: list[str | None] = sorted(set.intersection(*present)) if present else []
+        absent: list[str] = []  # listed groups without a row for every quantity at this profile: said, not dropped
         if claim.groups is not None:
+            absent = [g for g in claim.groups if g not in groups]
             groups = [g for g in claim.groups if g in groups]
         if not groups:
             wanted = f" (of {', '.join(claim.groups)})" if claim.groups else ""
@@ -491,6 +493,9 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
         detail = f"{_TEST_NAMES[claim.noise.test]}, alpha {claim.noise.alpha:g}: " + "; ".join(notes)
     if failed and len(tested) > 1:
         detail = f"fails on {', '.join(failed)}; {detail}"
+    if claim.over and absent:
+        detail = (f"judged on {', '.join(str(g) for g in tested)} only: no result here for "
+                  f"{', '.join(absent)}; {detail}")
     deciding = p_values.get(status)
     er, dri = reproduction if reproduction is not None else (None, None)
     return Verdict(status, ours, detail, p_value=max(deciding) if deciding else None, observed="; ".join(observed),

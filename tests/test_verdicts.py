@@ -336,6 +336,40 @@ def test_requires_must_name_a_precondition_or_a_claim(tmp_path):
         load_claims_files(root / "notebooks" / "claims")
 
 
+def _claim(cid: str, requires: list[str]) -> str:
+    return PAIRED.replace("  - id: K-paired\n", f"  - id: {cid}\n").replace(
+        "    paper_values: {a: 0.40, b: 0.30}\n", f"    requires: [{', '.join(requires)}]\n" if requires else "")
+
+
+def test_claims_may_share_a_premise_but_not_require_themselves(tmp_path):
+    # a diamond: K-top needs K-left and K-right, which both need K-base (and K-top needs K-base directly too)
+    diamond = "claims:\n" + "".join(_claim(c, r).split("claims:\n", 1)[1] for c, r in (
+        ("K-base", []), ("K-left", ["K-base"]), ("K-right", ["K-base"]), ("K-top", ["K-left", "K-right", "K-base"])))
+    root = make_repo(tmp_path / "a", {"nb": diamond}, notebooks=("nb",))
+    assert len(load_claims_files(root / "notebooks" / "claims")[0].claims) == 4
+    loop = "claims:\n" + "".join(_claim(c, r).split("claims:\n", 1)[1] for c, r in (
+        ("K-base", ["K-top"]), ("K-mid", ["K-base"]), ("K-top", ["K-mid"])))
+    root = make_repo(tmp_path / "b", {"nb": loop}, notebooks=("nb",))
+    with pytest.raises(FormatError, match="requires itself: K-base -> K-top -> K-mid -> K-base"):
+        load_claims_files(root / "notebooks" / "claims")
+
+
+def test_a_listed_group_without_results_is_named_in_the_verdict(tmp_path):
+    claims = PAIRED.replace("    test: a > b\n", "    test: a > b\n    over: dataset\n    groups: [here, elsewhere]\n")
+    root = make_repo(tmp_path, {"nb": claims}, notebooks=("nb",))
+    rng = np.random.default_rng(3)
+    b = rng.random(30)
+    a = b + 0.2
+    keys = [f"q{i}" for i in range(30)]
+    publish(root, "cpu", "nb", "per_query", pd.DataFrame(
+        {"model": ["a"] * 30 + ["b"] * 30, "dataset": "here", "query_id": keys * 2, "value": np.concatenate([a, b])}))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"model": ["a", "b"], "dataset": "here",
+                                                        "value": [a.mean(), b.mean()]}))
+    verdict = judge(root)["K-paired"]
+    assert verdict.status == HOLDS and list(verdict.groups) == ["here"]
+    assert verdict.detail.startswith("judged on here only: no result here for elsewhere")
+
+
 def test_the_claims_files_preconditions_are_declared_and_measured():
     """Every precondition of the checkout names a test over measured quantities, and the claims that the issue
     named rest on one."""
