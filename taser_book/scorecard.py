@@ -849,6 +849,17 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         "Every headline claim of both papers: the paper's numbers, ours, and a verdict at each profile that has "
         f"results (generated {run_metadata()['time_utc']} from the saved result tables).",
         "",
+        "## Summary",
+        "",
+    ]
+    if not claims:
+        lines += ["No claims files were found (`notebooks/claims/<notebook>.yaml`).", ""]
+    if not profiles:
+        lines += ["No profile has results yet: run `taser reproduce --profile cpu`.", ""]
+    lines += verdict_counts_table(card, labels)
+    lines += [
+        "## How to read the verdicts",
+        "",
         "- **smoke** results come from tiny slices and only show that the pipeline runs: their numbers mean nothing. "
         "**cpu** runs the offline data with the packaged MiniLM model, which is not the papers' setting "
         "(see [Reproducing](reproduce.md)). **gpu** is sized for one GPU; **full** is paper scale.",
@@ -871,14 +882,7 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         "- Each claim's statement, its test and the details of its verdicts are in the list below each paper's "
         "table.",
         "",
-        "## Summary",
-        "",
     ]
-    if not claims:
-        lines += ["No claims files were found (`notebooks/claims/<notebook>.yaml`).", ""]
-    if not profiles:
-        lines += ["No profile has results yet: run `taser reproduce --profile cpu`.", ""]
-    lines += verdict_counts_table(card, labels)
 
     preconditions = _preconditions(root)
     if preconditions and profiles:
