@@ -43,7 +43,8 @@ book: setup
 # pytest exits 5 when it collected no test: that is a failure of the suite, not a pass, so say so.
 # The suite runs on TEST_WORKERS pytest-xdist workers (tests/conftest.py keeps each test file and each notebook on one
 # worker and starts the slowest first): two on this project's 2-core machines. Measured on a fresh clone (2026-11-28),
-# venv included: 21 min (pytest 18.6 min; 46 min before smoke ran on the tiny model). TEST_WORKERS=1 runs it serially.
+# venv included: 14 min (pytest 12.1 min, 1,226 tests; 21 before each nbval kernel got its share of the cores, 46 before
+# smoke ran on the tiny model). TEST_WORKERS=1 runs it serially.
 TEST_WORKERS ?= 2
 XDIST       := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope,)
 test: setup browser
