@@ -44,10 +44,11 @@ from taser_lib.errors import ConfigError, FormatError, TaserError
 from taser_lib.io import atomic_path, atomic_write_json, atomic_write_text
 from taser_lib.meta import machine_description, run_metadata
 from taser_lib.progress import PROGRESS_ENV
-from .scorecard import claim_anchor, claim_link, escape_markdown, stale_reason, verdict_counts_table
+from .scorecard import JUDGING_FILES, claim_anchor, claim_link, escape_markdown, verdict_counts_table
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
     EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result,
 )
+from .results import stale_reason as _recorded_stale_reason
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 # Every profile must set these (after `extends`): the knobs every notebook may rely on.
@@ -226,6 +227,14 @@ def notebook_parameters(path: str | os.PathLike, profile: str, overrides: Mappin
     return {k: v for k, v in params.items() if k in declared}
 
 
+def page_stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> str | None:
+    """Why a page's published result must be made again (None when it is up to date): its notebook or a library file
+    it loaded changed (`results.stale_reason`). The claims loader and the scorecard do not count: the book judges every
+    page's tables again when it is built. A figure function does count (unlike for the scorecard's verdicts): the
+    page's figures were drawn by the old one."""
+    return _recorded_stale_reason(result_folder, repo_root, ignore=lambda f: f in JUDGING_FILES)
+
+
 def result_status(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,
                   overrides: Mapping[str, Any] | None = None,
                   profiles: Mapping[str, Mapping[str, Any]] | None = None) -> str | None:
@@ -239,7 +248,7 @@ def result_status(path: str | os.PathLike, profile: str, results_root: str | os.
         return f"unreadable meta.json ({err})"
     if meta is None:
         return "no result yet"
-    reason = stale_reason(folder, path.parent.parent)
+    reason = page_stale_reason(folder, path.parent.parent)
     if reason:
         return reason
     wanted = json.loads(json.dumps(notebook_parameters(path, profile, overrides, profiles), default=str))
@@ -965,7 +974,7 @@ def run_times(root: str | os.PathLike, results_root: str | os.PathLike) -> pd.Da
                 "legs": 1 + len(meta.get("earlier_legs") or []),
                 "date": str(meta.get("start_time_utc") or meta.get("time_utc") or "")[:10],
                 "machine": (meta.get("hardware") or {}).get("summary") or meta.get("machine") or "",
-                "up to date": "yes" if (reason := stale_reason(folder, root)) is None else f"no: {reason}",
+                "up to date": "yes" if (reason := page_stale_reason(folder, root)) is None else f"no: {reason}",
             })
     return pd.DataFrame(rows, columns=["notebook", "profile", "minutes", "legs", "date", "machine", "up to date"])
 
@@ -1222,7 +1231,7 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
             stale = meta = claims = preconditions = None
             if executed is not None:
                 meta = read_meta(executed.parent)
-                stale = stale_reason(executed.parent, root)
+                stale = page_stale_reason(executed.parent, root)
                 claims = card_claims(card, source.stem, executed.parent.parent.name)
                 if claims.empty:
                     preconditions = notebook_preconditions(source.stem, executed.parent, root=root)

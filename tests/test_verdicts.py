@@ -407,6 +407,26 @@ def test_a_change_to_the_judging_modules_makes_no_result_stale(tmp_path):
     assert stale_reason(folder, root) == "library file taser_lib/losses.py changed since the result was made"
 
 
+def test_a_changed_figure_function_leaves_verdicts_alone_but_reruns_the_page(tmp_path):
+    import json
+
+    from taser_book.reproduce import page_stale_reason
+    from taser_book.scorecard import stale_reason
+
+    root = make_repo(tmp_path, {"nb": PAIRED}, notebooks=("nb",))
+    paired_tables(root, np.arange(5.0), np.arange(5.0))
+    (root / "taser_book" / "plots").mkdir(parents=True)
+    (root / "taser_book" / "plots" / "style.py").write_text("# now\n")
+    (root / "taser_book" / "scorecard.py").write_text("# now\n")
+    folder = root / "results" / "cpu" / "nb"
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["library_files"] = {"taser_book/plots/style.py": "0" * 64, "taser_book/scorecard.py": "0" * 64}
+    (folder / "meta.json").write_text(json.dumps(meta))
+    assert stale_reason(folder, root) is None                 # the verdicts: judged from the same tables
+    assert page_stale_reason(folder, root) == (              # the page: its figures were drawn by the old function
+        "library file taser_book/plots/style.py changed since the result was made")
+
+
 def test_the_book_page_opens_with_the_verdicts_judged_now(tmp_path):
     import nbformat
 
