@@ -530,6 +530,15 @@ def _judge(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[s
             return Verdict(NOT_TESTABLE, detail=f"precondition '{name}' is not declared")
         pre = registry[name]
         verdict = _required(name, registry, tables, root)
+        if verdict.status == HOLDS and pre.notebook != claim.notebook:
+            # a premise measured on another page's result holds for this page only if both came from the same runs
+            # (one revision, one run cache): with either result stale, they may not (a teacher retrained since)
+            old = [nb for nb in dict.fromkeys((claim.notebook, pre.notebook)) if tables.stale(nb)]
+            if old:
+                return Verdict(NOT_TESTABLE, _ours(claim, tables, root),
+                               f"premise '{name}' holds on {pre.notebook}'s result, but the result of "
+                               f"{' and '.join(old)} is stale, so the two may not come from the same runs",
+                               observed=f"needs {name} on a current result")
         if verdict.status == HOLDS:
             continue
         reason = _unmet_reason(name, pre, verdict)

@@ -354,6 +354,23 @@ def test_claims_may_share_a_premise_but_not_require_themselves(tmp_path):
         load_claims_files(root / "notebooks" / "claims")
 
 
+def test_a_premise_from_another_page_counts_only_while_both_results_are_current(tmp_path):
+    premise = _claim("K-premise", [])
+    dependent = _claim("K-dependent", ["K-premise"])
+    root = make_repo(tmp_path, {"a": premise, "b": dependent}, notebooks=("a", "b"))
+    rng = np.random.default_rng(5)
+    b = rng.random(30)
+    for nb in ("a", "b"):
+        keys = [f"q{i}" for i in range(30)]
+        publish(root, "cpu", nb, "per_query", pd.DataFrame(
+            {"model": ["a"] * 30 + ["b"] * 30, "query_id": keys * 2, "value": np.concatenate([b + 0.2, b])}))
+        publish(root, "cpu", nb, "summary", pd.DataFrame({"model": ["a", "b"], "value": [b.mean() + 0.2, b.mean()]}))
+    assert judge(root)["K-dependent"].status == HOLDS          # both current: the premise carries over
+    (root / "notebooks" / "b.ipynb").write_text((root / "notebooks" / "b.ipynb").read_text().replace("# b", "# b2"))
+    verdict = judge(root)["K-dependent"]
+    assert verdict.status == NOT_TESTABLE and "result of b is stale" in verdict.detail
+
+
 def test_a_listed_group_without_results_is_named_in_the_verdict(tmp_path):
     claims = PAIRED.replace("    test: a > b\n", "    test: a > b\n    over: dataset\n    groups: [here, elsewhere]\n")
     root = make_repo(tmp_path, {"nb": claims}, notebooks=("nb",))
