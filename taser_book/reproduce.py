@@ -993,9 +993,10 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
     else:
         lines += ["| notebook | profile | minutes | legs | date | machine | up to date |",
                   "| --- | --- | ---: | ---: | --- | --- | --- |"]
-        for row in table.itertuples(index=False):
-            cells = [f"[{row.notebook}](../notebooks/{row.notebook}.ipynb)", f"`{row.profile}`",
-                     "" if row.minutes is None else f"{row.minutes:.1f}", row.legs, row.date, row.machine, row[6]]
+        for row in table.to_dict("records"):
+            cells = [f"[{row['notebook']}](../notebooks/{row['notebook']}.ipynb)", f"`{row['profile']}`",
+                     "–" if pd.isna(row["minutes"]) else f"{row['minutes']:.1f}", row["legs"], row["date"],
+                     row["machine"], row["up to date"]]
             lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
         totals = table.groupby("profile", sort=False)["minutes"].sum()
         lines += ["", "In all: " + "; ".join(f"`{p}` {m:g} minutes" for p, m in totals.items()) + "."]
