@@ -53,7 +53,8 @@ def test_report_tables_from_written_records(tmp_path):
     assert spreads.loc[1, "median"] == 1.02 and spreads.loc[2, "n"] == 7
 
     conditions = conditions_table(results)
-    assert list(conditions["wall s"]) == [12.5] * 3 and conditions.loc[0, "load after"] == [1.5, 0.9, 0.4]
+    assert list(conditions["wall (s)"]) == [12.5] * 3 and conditions.loc[0, "load after (1/5/15 min)"] == "1.5 / 0.9 / 0.4"
+    assert list(conditions["sizes"]) == ["passages 10"] * 3  # a line of text, not a dict's repr
 
     lines = implied_21m_lines(results)
     assert lines[0] == "DPR's Wikipedia, 21,015,324 passages:" and "8.0 GiB" in lines[-2]

@@ -300,6 +300,11 @@ def browser():
 
 # Timers, paths of the machine that ran a notebook, echoed path objects, staging folders, pandas' missing-value marks
 _DEBRIS = re.compile(r"\b\d+ s so far|PosixPath\(|\.staging|(?<![\w.])/(?:work|tmp|root|home)/|\bNaN\b|<NA>")
+# Debris the notebooks printed until 2026-11-28: run-folder names (a hash means nothing to a reader), a dict's repr,
+# pandas' cut-table footer. Checked on every page made since (a current page); a stale page keeps its old outputs
+# until it is rerun, and the book marks it stale.
+_DEBRIS_CURRENT = re.compile(r"\b(?:retriever|cross-encoder|distill|colbert)-[0-9a-f]{12}\b|\{'[^']+': |"
+                             r"\b\d+ rows × \d+ columns")
 
 _PAGE_STATE = """
 const imgs = Array.from(document.querySelectorAll('article img'));
@@ -442,6 +447,12 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
             assert state["verdict_box"], f"{entry} does not open with its claims and verdicts"
 
     # every page: no console error, math rendered offline (no raw TeX delimiters), nothing scrolls sideways
+    from taser_book.reproduce import page_stale_reason
+
+    def current(stem: str) -> bool:
+        folders = [REPO / "results" / p / stem for p in ("cpu", "gpu", "full")]
+        return any((f / "meta.json").is_file() and page_stale_reason(f, REPO) is None for f in folders)
+
     browser.get(f"{committed_server}/index.html")  # the root redirect too (it has no icon link: /favicon.ico)
     WebDriverWait(browser, 30).until(lambda d: d.current_url.endswith("/book/intro.html"))
     errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
@@ -457,6 +468,9 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
             "return Array.from(document.querySelectorAll('article .cell_output')).map(e => e.innerText).join(' ')")
         debris = sorted({m.group(0) for m in _DEBRIS.finditer(text)})
         assert not debris, f"{entry} shows notebook debris: {debris[:5]}"
+        if entry.startswith("notebooks/") and current(entry.split("/", 1)[1]):
+            debris = sorted({m.group(0) for m in _DEBRIS_CURRENT.finditer(text)})
+            assert not debris, f"{entry} shows notebook debris: {debris[:5]}"
 
     # every claim link of the scorecard, the front page and the chapter pages lands on that claim's row of an
     # existing page; from the front page, every table and figure of both papers is one click from its page

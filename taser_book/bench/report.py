@@ -100,12 +100,23 @@ def spread_table(results: Iterable[dict[str, Any]],
     return pd.DataFrame(rows, columns=["benchmark", "quantity", *SPREAD_KEYS])
 
 
+def _listed(value: Any) -> str:
+    """A record's list or mapping as one line of text for a table cell ("" when absent)."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_listed(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return " / ".join(_listed(v) for v in value)
+    return "" if value is None else f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
 def conditions_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """Wall time of each benchmark, the load averages before and after it, and its sizes."""
-    return pd.DataFrame([{"benchmark": r["benchmark"], "wall s": r["meta"].get("wall_seconds"),
-                          "load before": r["meta"].get("load_average_before"),
-                          "load after": r["meta"].get("load_average_after"), "sizes": r.get("sizes")}
-                         for r in results], columns=["benchmark", "wall s", "load before", "load after", "sizes"])
+    """Wall time of each benchmark, the 1/5/15-minute load averages before and after it, and its sizes, as text."""
+    return pd.DataFrame([{"benchmark": r["benchmark"], "wall (s)": r["meta"].get("wall_seconds"),
+                          "load before (1/5/15 min)": _listed(r["meta"].get("load_average_before")),
+                          "load after (1/5/15 min)": _listed(r["meta"].get("load_average_after")),
+                          "sizes": _listed(r.get("sizes"))} for r in results],
+                        columns=["benchmark", "wall (s)", "load before (1/5/15 min)", "load after (1/5/15 min)",
+                                 "sizes"])
 
 
 def implied_21m_lines(results: Iterable[dict[str, Any]]) -> list[str]:
