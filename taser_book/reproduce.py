@@ -587,13 +587,14 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
 
 
 def find_notebooks(root: str | os.PathLike = ".", only: list[str] | None = None) -> list[Path]:
-    """notebooks/*.ipynb under `root`, sorted; `only` picks by stem (or file name) and must all exist."""
+    """notebooks/*.ipynb under `root`, sorted; `only` picks by stem (or file name; "a,b" names two) and must all
+    exist."""
     folder = Path(root) / "notebooks"
     found = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
     if not only:
         return found
     by_stem = {p.stem: p for p in found}
-    wanted = [Path(name).stem for name in only]
+    wanted = [Path(name.strip()).stem for names in only for name in names.split(",") if name.strip()]
     unknown = [name for name in wanted if name not in by_stem]
     if unknown:
         raise ConfigError(f"no notebook named {', '.join(unknown)} in {folder} (there are: "

@@ -524,6 +524,10 @@ def test_only_names_must_exist(tmp_path):
     assert [p.stem for p in find_notebooks(tmp_path, ["one.ipynb"])] == ["one"]
     with pytest.raises(ConfigError, match="no notebook named two"):
         find_notebooks(tmp_path, ["two"])
+    write_notebook(tmp_path / "notebooks" / "three.ipynb", GOOD)  # "a,b" as a user may type it: two names
+    assert [p.stem for p in find_notebooks(tmp_path, ["three,one", "one"])] == ["three", "one"]
+    with pytest.raises(ConfigError, match="no notebook named two in "):
+        find_notebooks(tmp_path, ["one,two"])
 
 
 # ------------------------------------------------------------------------------------------------ the book

@@ -14,7 +14,7 @@ def register(subparsers) -> None:
                     "A notebook whose result at the profile is up to date (same notebook, library files and "
                     "parameters) is skipped. Exits 1 if any notebook or the book failed.")
     r.add_argument("--profile", required=True, help="smoke, cpu, gpu, full, or one of your --profiles file")
-    r.add_argument("--only", nargs="+", metavar="NAME", help="run only these notebooks (stems, e.g. baselines)")
+    r.add_argument("--only", nargs="+", metavar="NAME", help="run only these notebooks (stems, e.g. baselines; spaces or commas between names)")
     r.add_argument("--jobs", type=int, default=1, help="notebooks run in parallel (default 1)")
     _common(r)
     r.add_argument("--profiles", type=Path, default=None,
