@@ -49,6 +49,7 @@ from .results import (  # noqa: F401 (load_result, save_result re-exported)
     EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result,
 )
 from .results import stale_reason as _recorded_stale_reason
+from .results import _PACKAGES, _file_sha256, _package_root
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 # Every profile must set these (after `extends`): the knobs every notebook may rely on.
@@ -522,6 +523,7 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     source = {"path": f"{path.parent.name}/{path.name}", "sha256": notebook_sha256(path),
               "git_revision": code_revision(path.parent)}  # taken before the run: the version that ran
 
+    code_before = _library_snapshot()  # the library as the kernel will import it (see _changed_while_running)
     profile_dir = Path(results_root).resolve() / profile
     earlier = _earlier_legs(profile_dir / ".staging", stem)  # legs of this notebook killed before they could finish
     staging = profile_dir / ".staging" / f"{stem}-{uuid.uuid4().hex[:8]}"
@@ -546,6 +548,10 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
         meta = read_meta(staging)
         if meta is None or not meta.get("tables"):
             error = "saved no result (a notebook must call taser_book.reproduce.save_result)"
+        elif changed := _changed_while_running(meta, code_before):
+            more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+            error = (f"library files changed while it ran ({', '.join(changed[:3])}{more}): its result would record "
+                     f"code that did not run; run it again")
     except papermill.PapermillExecutionError as err:
         error = f"{err.ename}: {err.evalue}".strip()
     except Exception as err:  # a dead kernel or a cell timeout: this notebook failed, the others still run
@@ -584,6 +590,20 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     failed_copy.unlink(missing_ok=True)
     _remove_if_empty(staging.parent)
     return NotebookRun(stem, "ok", wall / 60, str(final))
+
+
+def _library_snapshot() -> dict[str, str]:
+    """{"taser_lib/<path>.py": sha256} of every file of the packages a kernel imports, as they are now."""
+    root = _package_root()
+    return {path.relative_to(root).as_posix(): _file_sha256(path)
+            for package in _PACKAGES for path in sorted((root / package).rglob("*.py"))}
+
+
+def _changed_while_running(meta: Mapping[str, Any], before: Mapping[str, str]) -> list[str]:
+    """The library files a result records that changed between its run's start and its end (a checkout updated or
+    edited meanwhile). A kernel hashes the files it loaded when it saves (`results.library_files`), so without this
+    check a page would record the new code while it ran the old, and read as up to date when it is not."""
+    return sorted(f for f, digest in (meta.get("library_files") or {}).items() if before.get(f) != digest)
 
 
 def find_notebooks(root: str | os.PathLike = ".", only: list[str] | None = None) -> list[Path]:

@@ -243,6 +243,23 @@ def test_failed_run_keeps_the_good_result(repo, tmp_path):
     assert not (results / "smoke" / "_failed" / "tiny.ipynb").exists()
 
 
+def test_a_library_changed_while_running_fails_the_run_and_keeps_the_result(repo, tmp_path, monkeypatch):
+    from taser_book import reproduce as runner
+
+    results = tmp_path / "results"
+    notebook = repo / "notebooks" / "tiny.ipynb"
+    assert run_notebook(notebook, "smoke", results, progress=False).status == "ok"  # unchanged: it publishes
+    out = results / "smoke" / "tiny"
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = runner._library_snapshot()
+    assert "taser_book/results.py" in json.loads((out / "meta.json").read_text())["library_files"]
+    # as if taser_book/results.py (which the kernel imports to save) had been edited after the run started
+    monkeypatch.setattr(runner, "_library_snapshot", lambda: {**real, "taser_book/results.py": "0" * 64})
+    run = run_notebook(notebook, "smoke", results, progress=False)
+    assert run.status == "failed" and "library files changed while it ran (taser_book/results.py)" in run.note
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
 def test_an_interrupted_run_leaves_no_staging_folder(repo, tmp_path, monkeypatch):
     import papermill
     results = tmp_path / "results"
