@@ -843,6 +843,30 @@ def short_statement(statement: str, limit: int = 110) -> str:
 VERDICT_BOX_COLUMNS = (("claim", 34), ("verdict", 17), ("paper", 20), ("ours", 21), ("ER", 8))  # name, % of width
 
 
+VERDICT_BOX_TITLES = {"ER": "effect ratio (Breuer et al., SIGIR 2020): our improvement over the paper's "
+                               "(1: the whole effect came back; 0 or less: none, or reversed)"}
+
+
+def _box_unit(ours: str) -> str:
+    """Our numbers as the verdict box shows them: the unit at their end without its own parentheticals ("test R@K at
+    the deciding cutoff (R@1 on SQuAD-open; ...), %" -> "test R@K at the deciding cutoff, %"), so that a row is a few
+    lines, not a dozen; the dropdown below the box keeps the unit in full."""
+    if not ours.endswith(")"):
+        return ours
+    depth, start = 0, None
+    for i in range(len(ours) - 1, -1, -1):  # the parenthesis that opens the unit at the end
+        depth += {")": 1, "(": -1}.get(ours[i], 0)
+        if depth == 0:
+            start = i
+            break
+    if not start:
+        return ours
+    unit = ours[start + 1:-1]
+    while (short := re.sub(r"\s*\([^()]*\)", "", unit)) != unit:  # nested parentheticals, innermost first
+        unit = short
+    return f"{ours[:start]}({unit})"
+
+
 def _verdict_box(claims: pd.DataFrame) -> str:
     """The page's claims and verdicts as a short table (the first thing under the title): each claim in one line with
     its id and where the paper makes it, on the anchor the scorecard and the chapter pages link to, its verdict, the
@@ -859,17 +883,20 @@ def _verdict_box(claims: pd.DataFrame) -> str:
         label = f"<strong>{escape(str(row.id))}</strong>" + (f" ({escape(str(where))})" if where else "")
         claim = f'<span id="{claim_anchor(row.id)}"></span>' + (
             f"{escape(short)}<br><small>{label}</small>" if short else label)
-        cells = [claim, escape(str(row.verdict)), escape(str(row.paper)), escape(str(row.ours or "")) or "–"]
+        ours = str(row.ours or "")
+        cells = [claim, escape(str(row.verdict)), escape(str(row.paper)), escape(_box_unit(ours)) or "–"]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells)
                     + f'<td class="number">{escape(str(row.ER or "")) or "–"}</td></tr>')
         detail = " ".join(str(getattr(row, "detail", "") or "").split())
         if statement or detail:
             details.append(f"- **{escape_markdown(row.id)}**: {escape_markdown(statement)}"
+                           + (f" *Ours*: {escape_markdown(ours)}." if ours and _box_unit(ours) != ours else "")
                            + (f" *Verdict*: {escape_markdown(detail)}" if detail else ""))
     widths = "".join(f'<col style="width: {w}%">' for _, w in VERDICT_BOX_COLUMNS)
-    heads = "".join(f"<th>{name}</th>" for name, _ in VERDICT_BOX_COLUMNS)
-    lines = ["**Claims and verdicts** (judged when the book was built, from this page's saved tables; the "
-             "[scorecard](../book/scorecard.md) explains the tests):", "",
+    heads = "".join(f'<th title="{escape(VERDICT_BOX_TITLES[name])}">{name}</th>' if name in VERDICT_BOX_TITLES
+                    else f"<th>{name}</th>" for name, _ in VERDICT_BOX_COLUMNS)
+    lines = ["**Claims and verdicts** (judged when the book was built, from this page's saved tables; ER: our effect "
+             "over the paper's; the [scorecard](../book/scorecard.md) explains the tests):", "",
              f'<table class="table verdict-box"><colgroup>{widths}</colgroup>',
              f"<thead><tr>{heads}</tr></thead><tbody>", *rows, "</tbody></table>"]
     if details:
@@ -945,16 +972,16 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
     else:
         if meta:
             notes.append(_provenance_line(meta))
-        if claims is not None and not claims.empty and "verdict" in claims.columns:
-            notes.append(_verdict_box(claims))
-        elif preconditions is not None and not preconditions.empty and "status" in preconditions.columns:
-            notes.append(_precondition_box(preconditions.rename(columns={"per setting": "per_setting"})))
-        if stale:
+        if stale:  # above the verdict box: in the first screen, before any number it qualifies
             profile = (meta or {}).get("profile", "cpu")
             notes.append(_admonition("warning", "Stale result",
                                      f"The results on this page are out of date: {stale}. Run "
                                      f"`taser reproduce --profile {profile} --only {Path(source).stem}` "
                                      "to bring them up to date."))
+        if claims is not None and not claims.empty and "verdict" in claims.columns:
+            notes.append(_verdict_box(claims))
+        elif preconditions is not None and not preconditions.empty and "status" in preconditions.columns:
+            notes.append(_precondition_box(preconditions.rename(columns={"per setting": "per_setting"})))
     if notes:
         first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
         text = "\n\n".join(notes)

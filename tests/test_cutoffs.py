@@ -49,6 +49,10 @@ def test_rows_of_the_matched_cutoff_are_flagged_per_dataset():
     assert list(rows.columns) == ["dataset", "metric", "value"]   # the input is left as it was
     with pytest.raises(ValueError, match="wiki"):
         mark_matched_cutoff(rows, {"small": 3526}, KS)
+    # a set judged by another metric (nDCG@10 beside the QA sets): its rows decide nothing, in their own places
+    mixed = mark_matched_cutoff(rows, {"small": 3526}, KS, others=False)
+    assert mixed.index.equals(rows.index) and list(mixed["dataset"]) == list(rows["dataset"])
+    assert mixed.loc[mixed[MATCHED_COLUMN], ["dataset", "metric"]].values.tolist() == [["small", "R@1"]]
     table = cutoff_table({"small": 3526}, KS)
     assert table.loc[0, "metric"] == "R@1" and table.loc[0, "passages"] == 3526
     assert table.loc[0, "share (per million)"] == pytest.approx(1e6 / 3526, abs=0.01)

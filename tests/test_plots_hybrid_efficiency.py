@@ -37,7 +37,7 @@ def test_alpha_curves_mean_line_dense_marker_and_chosen_star():
     assert np.allclose(dense[0].get_ydata(), [51.0])
     assert len(star) == 1 and list(star[0].get_xdata()) == [1.0] and np.allclose(star[0].get_ydata(), [61.0])
     assert "z (1 seed)" in lines
-    assert ax.get_ylabel() == "dev R@20"
+    assert ax.get_ylabel() == "dev R@20 (%)"  # the unit of the tables' R@K
 
 
 def _cost():

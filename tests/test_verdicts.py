@@ -469,6 +469,16 @@ def test_the_book_page_opens_with_the_verdicts_judged_now(tmp_path):
     # the verdict next to the claim in one line, on the anchor the scorecard uses
     assert ":::{dropdown}" in first and "- **K-1**: a beats b *Verdict*: why" in first
     assert first.index("Claims and verdicts") < first.index("Text.")
+    assert '<th title="effect ratio' in first                       # the ER column says what it is
+
+    # a long unit is short in the box and whole in the dropdown; a stale page says so above the box
+    unit = "test R@K at the deciding cutoff (R@1 on SQuAD-open; R@20 over DPR's Wikipedia), %"
+    book_notebook(source, source, out, meta={"profile": "cpu"}, stale="notebook nb.ipynb changed",
+                  claims=claims.assign(ours=f"a=0.5, b=0.2 ({unit})"))
+    first = nbformat.read(out, as_version=4).cells[0].source
+    assert "<td>a=0.5, b=0.2 (test R@K at the deciding cutoff, %)</td>" in first
+    assert f"*Ours*: a=0.5, b=0.2 ({unit})." in first.replace("\\", "")
+    assert first.index("Stale result") < first.index("Claims and verdicts")
     shown = page.cells[1].outputs[0]["data"]["text/plain"]
     assert "holds (old)" not in shown and "fails: a < b" in shown
 
@@ -483,5 +493,9 @@ def test_the_verdict_box_shows_each_claim_in_one_line():
     assert short_statement("a dual encoder of dimension rank(S) (SVD)") == "a dual encoder of dimension rank(S)"
     assert short_statement("τ²·g → (1/8)·h as τ grows") == "τ²·g → (1/8)·h as τ grows"
     assert short_statement("gains (a (nested) note) everywhere") == "gains everywhere"
+    from taser_book.reproduce import _box_unit
+
+    assert _box_unit("x=1 (a (b) c (d (e)), %)") == "x=1 (a c, %)" and _box_unit("x=1 (MRR@10)") == "x=1 (MRR@10)"
+    assert _box_unit("x=1") == "x=1" and _box_unit("(whole)") == "(whole)"
     long = " ".join(["word"] * 40)
     assert short_statement(long).endswith(" …") and len(short_statement(long)) <= 112

@@ -16,8 +16,9 @@ from .style import COLUMN_WIDTH_IN, book_style, panel_grid, panels_of
 @book_style
 def plot_alpha_curves(sweep: pd.DataFrame, chosen: Mapping[str, float] | None = None, *, metric: str | None = None,
                       models: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
-                      title: str | None = None, ax=None) -> Figure:
-    """One line per model: the dev metric of Eq. 6 against alpha (`tables.hybrid_sweep.alpha_sweep`), the mean
+                      title: str | None = None, unit: str | None = "%", ax=None) -> Figure:
+    """One line per model: the dev metric of Eq. 6 against alpha (`tables.hybrid_sweep.alpha_sweep`, in % like
+    every R@K of the book's tables: `unit` labels the axis, None for none), the mean
     over seeds with a band of one standard deviation. The dense run alone (alpha 0.0 in the sweep) is drawn as a
     hollow marker at alpha 0, and each model's `chosen` alpha as a star on its line. `metric`: which of the sweep's
     metrics (default: its first); `ax`: draw into this axes (its figure is returned)."""
@@ -49,7 +50,7 @@ def plot_alpha_curves(sweep: pd.DataFrame, chosen: Mapping[str, float] | None = 
             if not at.empty:
                 ax.plot(at["alpha"], at["mean"], "*", markersize=13, color=line.get_color())
     ax.set_xlabel("alpha (Eq. 6); 0: the dense run alone (hollow)")
-    ax.set_ylabel(f"dev {metric}")
+    ax.set_ylabel(f"dev {metric} ({unit})" if unit else f"dev {metric}")
     ax.axvspan(0.5, 2.0, color="grey", alpha=0.06, linewidth=0)
     ax.legend(fontsize=8, loc="lower right")
     if title:
@@ -61,13 +62,13 @@ def plot_alpha_curves(sweep: pd.DataFrame, chosen: Mapping[str, float] | None = 
 @book_style
 def plot_alpha_panels(sweep: pd.DataFrame, chosen: Mapping[str, float] | None = None, *,
                       metrics: Sequence[str] | None = None, models: Sequence[str] | None = None,
-                      labels: Mapping[str, str] | None = None) -> Figure:
+                      labels: Mapping[str, str] | None = None, unit: str | None = "%") -> Figure:
     """`plot_alpha_curves` for each of `metrics` (default: every metric of the sweep), one panel per metric
     stacked in the column; the chosen alphas (stars) are drawn on the first metric's panel, the one they were
     chosen on."""
     metrics = list(metrics) if metrics is not None else list(dict.fromkeys(sweep["metric"]))
     fig, grid = panel_grid(len(metrics), max_cols=1, panel_height=3.4)
     for i, (ax, metric) in enumerate(zip(panels_of(grid), metrics)):
-        plot_alpha_curves(sweep, chosen if i == 0 else None, metric=metric, models=models, labels=labels, ax=ax,
+        plot_alpha_curves(sweep, chosen if i == 0 else None, metric=metric, models=models, labels=labels, unit=unit, ax=ax,
                           title=f"dev {metric}" + (" (stars: the chosen alpha)" if i == 0 and chosen else ""))
     return fig

@@ -11,6 +11,11 @@ from matplotlib.figure import Figure
 
 from .style import COLUMN_WIDTH_IN, book_style
 
+# How a panel names the datasets it shows (any other id is shown as it is)
+DATASET_NAMES = {"dpr-nq": "NQ (DPR's Wikipedia)", "dpr-squad1": "SQuAD (DPR's Wikipedia)",
+                 "dpr-trivia": "TriviaQA (DPR's Wikipedia)", "msmarco-passage": "MS MARCO dev",
+                 "squad-open": "SQuAD-open", "wikiqa": "WikiQA", "trecqa": "TrecQA"}
+
 
 @book_style
 def plot_metric_bars(table: pd.DataFrame, metrics: Mapping[str, str] | str, *,
@@ -61,11 +66,12 @@ def plot_beside_paper(ours: pd.DataFrame, paper: pd.DataFrame, metric: str, *, m
     labels = dict(labels or {})
     mine = ours[(ours["dataset"] == our_dataset) & (ours["metric"] == metric)]
     theirs = paper[(paper["dataset"] == paper_dataset) & (paper["metric"] == metric)]
-    sides = [(mine, f"ours: {our_dataset}")]
+    ours_name, paper_name = (DATASET_NAMES.get(d, d) for d in (our_dataset, paper_dataset))
+    sides = [(mine, f"ours: {ours_name}")]
     if len(theirs):
-        sides.append((theirs, f"paper: {paper_dataset}"))
+        sides.append((theirs, f"paper: {paper_name}"))
     else:
-        sides = [(mine, f"ours: {our_dataset} (the paper gives no {metric})")]
+        sides = [(mine, f"ours: {ours_name} (the paper gives no {metric})")]
     fig, axes = plt.subplots(1, len(sides), figsize=(COLUMN_WIDTH_IN, 3.6), sharey=True, squeeze=False)
     axes = axes[0]
     x = np.arange(len(models))

@@ -57,11 +57,14 @@ def cutoff_table(n_passages: Mapping[str, int], cutoffs: Sequence[int], *, paper
 
 
 def mark_matched_cutoff(rows: pd.DataFrame, n_passages: Mapping[str, int], cutoffs: Sequence[int], *,
-                        paper_cutoff: int = PAPER_CUTOFF, paper_passages: int = DPR_WIKI_PASSAGES) -> pd.DataFrame:
+                        paper_cutoff: int = PAPER_CUTOFF, paper_passages: int = DPR_WIKI_PASSAGES,
+                        others: bool | None = None) -> pd.DataFrame:
     """`rows` (columns dataset and metric, R@K) with a boolean column `decides`: True on the rows of each dataset's
-    matched cutoff. A dataset missing from `n_passages` is an error (its rows would silently decide nothing)."""
+    matched cutoff. A dataset missing from `n_passages` is an error (its rows would silently decide nothing), unless
+    `others=False`: then its rows decide nothing on purpose (a set judged by another metric, e.g. nDCG@10 on the
+    out-of-domain sets beside the QA sets). The rows keep their order."""
     missing = sorted(set(rows["dataset"]) - set(n_passages))
-    if missing:
+    if missing and others is not False:
         raise ValueError(f"n_passages: no corpus size for dataset(s) {', '.join(map(str, missing))}")
     chosen = {d: f"R@{matched_cutoff(n, cutoffs, paper_cutoff=paper_cutoff, paper_passages=paper_passages)}"
               for d, n in n_passages.items()}
