@@ -115,6 +115,30 @@ def test_size_sweep_with_error_bars_categories_and_rows():
         plot_size_sweep(sweep(), x="embedding_dim", spread="cloud")
 
 
+def test_size_sweep_draws_the_papers_numbers_dashed_on_a_right_hand_axis():
+    table = sweep()
+    paper = pd.DataFrame([{"model": m, "embedding_dim": d, "split": sp, "value": v}
+                          for m, d, sp, v in [("DE", 128, "test", 0.249), ("DE", 768, "test", 0.310),
+                                              ("CA", 768, "test", 0.364), ("BERT", 768, "test", 0.4),
+                                              ("DE", 768, "dev", 0.1)]])  # a split we do not plot is left out
+    fig = plot_size_sweep(table, x="embedding_dim", panels=["train", "test"], log_x=True, paper=paper,
+                          paper_label="paper (MS MARCO dev)")
+    train, test, right = fig.axes                              # the test panel's right-hand axis only
+    assert right.get_ylabel() == "paper (MS MARCO dev)"
+    dashed = {line.get_label(): line for line in right.get_lines()}
+    assert set(dashed) == {"DE (paper (MS MARCO dev))", "CA (paper (MS MARCO dev))", "BERT (paper (MS MARCO dev))"}
+    de = dashed["DE (paper (MS MARCO dev))"]
+    assert list(de.get_xdata()) == [128, 768] and list(de.get_ydata()) == [0.249, 0.31]
+    assert de.get_linestyle() == "--" and de.get_markerfacecolor() == "none"
+    ours = next(line for line in test.get_lines() if line.get_label() == "DE")
+    assert ours.get_color() == de.get_color()                  # the same model in the same colour
+    assert [t.get_text() for t in test.get_xticklabels()] == ["64", "128", "384", "768"]  # both sides' sizes
+    assert {t.get_text() for t in fig.legends[0].get_texts()} >= {"CA", "DE", "BERT (paper (MS MARCO dev))"}
+    from taser_book.plots.scores import _spaced_labels  # close ticks keep their marks, not their labels
+    assert _spaced_labels([0, 0.1, 0.2, 0.3, 0.9, 0.99], log_x=False) == ["0", "", "0.2", "", "0.9", ""]
+    assert _spaced_labels([32, 64, 128, 256, 512, 768], log_x=True)[-2:] == ["512", ""]
+
+
 def curves():
     steps = np.arange(0, 50, 10)
     out = {}

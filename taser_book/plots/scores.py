@@ -13,6 +13,8 @@ seeds (Figs. 1, 3) and learning curves (Fig. 4). Each function takes a tidy fram
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -146,26 +148,53 @@ def _draw(ax, xs, stat: pd.DataFrame, spread: str, color, style: str, label: str
 SPREADS = ("band", "bars")
 
 
+def _spaced_labels(ticks: Sequence[float], log_x: bool, min_gap: float = 0.14) -> list[str]:
+    """A label for each tick, left to right, blank where it would sit closer than `min_gap` of the axis's range to
+    the last labelled one (512 and 768 on a log axis, 0.9 and 0.99 on a linear one): a tick mark stays."""
+    where = np.log2(np.asarray(ticks, dtype=float)) if log_x else np.asarray(ticks, dtype=float)
+    span = float(where.max() - where.min()) or 1.0
+    labels, last = [], None
+    for tick, at in zip(ticks, where):
+        if last is None or (at - last) / span >= min_gap:
+            labels.append(f"{tick:g}")
+            last = at
+        else:
+            labels.append("")
+    return labels
+
+
 @book_style
 def plot_size_sweep(table: pd.DataFrame, *, x: str = "size", value: str = "value", panel: str = "split",
                     hue: str = "model", row: str | None = None, models: Sequence[str] | None = None,
                     panels: Sequence | None = None, spread: str = "band", log_x: bool = False,
-                    ylabel: str = "MRR@10", xlabel: str | None = None, title: str | None = None) -> Figure:
+                    ylabel: str = "MRR@10", xlabel: str | None = None, title: str | None = None,
+                    paper: pd.DataFrame | None = None, paper_label: str = "paper") -> Figure:
     """Figs. 1 and 3: `value` against `x` (e.g. embedding size), one panel per value of `panel` (train, test), one
     line per `hue` (CA, DE, DIST); with several rows per point (seeds) the line is their mean and `spread` their
     standard deviation, as a band or error bars. `row` adds a row of panels per value (e.g. depth). A numeric `x`
-    is plotted to scale (`log_x`: base 2), any other as ordered categories."""
+    is plotted to scale (`log_x`: base 2), any other as ordered categories.
+
+    `paper`: the paper's numbers in the same columns, drawn dashed with hollow markers in the colour of the same
+    `hue`, on each panel's right-hand axis (the paper's dataset sits at another level than ours: compare the trends,
+    not the heights); `paper_label` names them in the legend and on that axis (e.g. "paper, MS MARCO dev")."""
     _require(table, [x, value, panel, hue, *([row] if row else [])], "plot_size_sweep")
+    if paper is not None:
+        _require(paper, [x, value, panel, hue, *([row] if row else [])], "plot_size_sweep (paper)")
     if spread not in SPREADS:
         raise ValueError(f"spread must be one of {SPREADS}, got {spread!r}")
     hues = _order(table[hue], models)
+    if paper is not None:  # the paper's own lines (a model we did not train) get colours after ours
+        paper = paper[paper[panel].isin(_order(table[panel], panels))]
+        hues += [h for h in dict.fromkeys(paper[hue]) if h not in hues]
     cols = _order(table[panel], panels)
     row_values = list(dict.fromkeys(table[row])) if row else [None]
     numeric = pd.api.types.is_numeric_dtype(table[x])
-    categories = list(dict.fromkeys(table[x])) if not numeric else None
+    both = table[x] if paper is None else pd.concat([table[x], paper[x]], ignore_index=True)
+    categories = list(dict.fromkeys(both)) if not numeric else None
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, axes = plt.subplots(len(row_values), len(cols), figsize=(COLUMN_WIDTH_IN, 3.0 * len(row_values)),
-                             squeeze=False)
+    legend_in = 0.0 if paper is None or not len(paper) else 0.25 + 0.2 * len(hues)  # rows of a 2-column legend
+    fig, axes = plt.subplots(len(row_values), len(cols), squeeze=False,
+                             figsize=(COLUMN_WIDTH_IN, 3.0 * len(row_values) + legend_in))
     for r, rv in enumerate(row_values):
         part = table if row is None else table[table[row] == rv]
         for c, cv in enumerate(cols):
@@ -181,16 +210,38 @@ def plot_size_sweep(table: pd.DataFrame, *, x: str = "size", value: str = "value
                     stat = _mean_spread(mine.assign(_pos=mine[x].map(categories.index)), "_pos", value)
                     xs = stat["_pos"].to_numpy(np.float64)
                 _draw(ax, xs, stat, spread, colors[i % len(colors)], "-", str(h))
+            theirs = None if paper is None else paper[(paper[panel] == cv)
+                                                      & ((paper[row] == rv) if row else True)]
+            if theirs is not None and len(theirs):
+                right = ax.twinx()
+                for i, h in enumerate(hues):
+                    line = theirs[theirs[hue] == h].sort_values(x)
+                    if len(line):
+                        xs = (line[x] if numeric else line[x].map(categories.index)).to_numpy(np.float64)
+                        right.plot(xs, line[value].to_numpy(np.float64), "--", color=colors[i % len(colors)],
+                                   marker="o", ms=4, mfc="none", label=f"{h} ({paper_label})")
+                right.set_ylabel(paper_label)
+                right.spines["right"].set_visible(True)
             if numeric and log_x:
                 ax.set_xscale("log", base=2)
             if not numeric:
                 ax.set_xticks(range(len(categories)), [str(v) for v in categories])
             if numeric:
-                ticks = sorted(set(table[x]))
-                ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+                ticks = sorted(set(both))
+                ax.set_xticks(ticks, _spaced_labels(ticks, log_x))
             ax.set_xlabel(xlabel or x)
             ax.set_ylabel(f"{ylabel} {cv}")
             ax.set_title(f"{cv}" if row is None else f"{cv}, {row} = {rv}")
+    if legend_in:  # ours solid, the paper's dashed and hollow, in one legend under the panels
+        seen = {}
+        for panel_ax in fig.axes:
+            for handle, label in zip(*panel_ax.get_legend_handles_labels()):
+                seen.setdefault(label, handle)
+        fig.legend(list(seen.values()), list(seen), fontsize=8, loc="lower center", ncol=2, frameon=False)
+        if title:
+            fig.suptitle(title)
+        fig.tight_layout(rect=(0, (0.1 + 0.2 * math.ceil(len(seen) / 2)) / fig.get_figheight(), 1, 1))
+        return fig
     axes[0, -1].legend(fontsize=8)
     return _finish(fig, title)
 
