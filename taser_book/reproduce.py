@@ -975,7 +975,7 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
         if stale:  # above the verdict box: in the first screen, before any number it qualifies
             profile = (meta or {}).get("profile", "cpu")
             notes.append(_admonition("warning", "Stale result",
-                                     f"The results on this page are out of date: {stale}. Run "
+                                     f"The results on this page are out of date: {escape_markdown(stale)}. Run "
                                      f"`taser reproduce --profile {profile} --only {Path(source).stem}` "
                                      "to bring them up to date."))
         if claims is not None and not claims.empty and "verdict" in claims.columns:
