@@ -274,6 +274,10 @@ def test_entropy_plot_one_line_per_mode_with_the_uniform_level():
     literal = next(line for line in ax.get_lines() if line.get_label() == "literal")
     np.testing.assert_allclose(literal.get_ydata(), [0.49, 0.48, 0.47])
     assert any(math.isclose(line.get_ydata()[0], math.log(2)) for line in ax.get_lines())
+    assert literal.get_linestyle() != next(line for line in ax.get_lines() if line.get_label() == "release").get_linestyle()
+    assert not [t for t in ax.texts if "coincide" in t.get_text()]           # h_unit: the modes differ
+    assert [t.get_text() for t in fig.axes[1].texts if "coincide" in t.get_text()] == [
+        "the curves coincide:\nmax difference 0 nats"]                        # h_batch: one line hides the others
 
 
 def test_paper_params_key_names_the_table_a1_row(tiny_bert6):

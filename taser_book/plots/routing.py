@@ -78,20 +78,29 @@ def plot_routing_entropy(curves: pd.DataFrame, *, by: str = "mode", num_experts:
     _need(curves, [by, "step", "h_unit", "h_batch"], "plot_routing_entropy")
     fig, axes = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, 3.4), sharex=True)
     names = {"h_unit": "per-unit routing entropy", "h_batch": "entropy of the batch's\nmean routing"}
+    styles = ("-", "--", ":", "-.")  # a line under another stays visible
     for ax, column in zip(axes, ("h_unit", "h_batch")):
-        for name, group in curves.groupby(by, sort=False):
+        means = {}
+        for i, (name, group) in enumerate(curves.groupby(by, sort=False)):
             series = (group.pivot_table(index="step", columns="seed", values=column)
                       if "seed" in group.columns else group.set_index("step")[[column]])
             series = series.sort_index().rolling(max(1, smooth), center=True, min_periods=1).mean()
-            mean = series.mean(axis=1)
-            line, = ax.plot(mean.index, mean.to_numpy(), label=str(name))
+            mean = means[name] = series.mean(axis=1)
+            line, = ax.plot(mean.index, mean.to_numpy(), styles[i % len(styles)], label=str(name))
             if series.shape[1] > 1:
                 ax.fill_between(series.index, series.min(axis=1), series.max(axis=1), alpha=0.2,
                                 color=line.get_color())
         if num_experts:
             ax.axhline(math.log(num_experts), color="grey", linestyle="--", linewidth=1)
             ax.text(ax.get_xlim()[0], math.log(num_experts), f" log {num_experts} (uniform)", va="bottom",
-                    fontsize=7, color="grey")
+                    fontsize=8, color="grey")
+        if len(means) > 1:  # curves drawn on top of each other: say so, with how far apart they are
+            gap = pd.concat(means, axis=1).dropna()
+            gap = float((gap.max(axis=1) - gap.min(axis=1)).max()) if len(gap) else math.nan
+            low, high = ax.get_ylim()
+            if gap == gap and gap < 0.01 * (high - low):
+                ax.text(0.98, 0.03, f"the curves coincide:\nmax difference {gap:.1g} nats", transform=ax.transAxes,
+                        ha="right", va="bottom", fontsize=8, color="grey")
         ax.set_title(names[column], fontsize=9)
         ax.set_xlabel("training step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
