@@ -923,15 +923,22 @@ def _shows_claims(source: str) -> bool:
     return "publish(" in source or "notebook_claims(" in source
 
 
+_VERDICT_ORDER = ("holds", "fails", "within noise", "not testable here", "not run", "planned")
+
+
 def _claims_output(claims: pd.DataFrame) -> dict:
-    """The output of a notebook's `publish(...)` or `notebook_claims(...)` cell, made again from the current claims
-    and tests."""
+    """The output of a notebook's `publish(...)` or `notebook_claims(...)` cell in the book: the page's verdicts,
+    judged again from the current claims and tests, counted in one line that points to the box at the top of the page
+    (which shows them claim by claim; the table in full, as a notebook run prints it, would repeat that box)."""
     import nbformat
 
-    with pd.option_context("display.max_colwidth", None):
-        return nbformat.v4.new_output("execute_result", data={"text/html": claims.to_html(index=False),
-                                                              "text/plain": claims.to_string(index=False)},
-                                      execution_count=None)
+    verdicts = [str(v) for v in claims.get("verdict", pd.Series(dtype=str))]
+    counts = {word: sum(v.startswith(word) for v in verdicts) for word in _VERDICT_ORDER}
+    counts["other"] = len(verdicts) - sum(counts.values())
+    told = ", ".join(f"{n} {word}" for word, n in counts.items() if n)
+    line = (f"{len(verdicts)} claim{'s' if len(verdicts) != 1 else ''} judged from this page's tables ({told}): "
+            "each with its test in *Claims and verdicts* at the top of the page.")
+    return nbformat.v4.new_output("display_data", data={"text/markdown": line, "text/plain": line})
 
 
 def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None, dest: str | os.PathLike, *,

@@ -480,7 +480,7 @@ def test_the_book_page_opens_with_the_verdicts_judged_now(tmp_path):
     assert f"*Ours*: a=0.5, b=0.2 ({unit})." in first.replace("\\", "")
     assert first.index("Stale result") < first.index("Claims and verdicts")
     shown = page.cells[1].outputs[0]["data"]["text/plain"]
-    assert "holds (old)" not in shown and "fails: a < b" in shown
+    assert "holds (old)" not in shown and shown.startswith("1 claim judged from this page's tables (1 fails)")
 
 
 def test_the_verdict_box_shows_each_claim_in_one_line():
