@@ -323,6 +323,9 @@ return {
                    .map(e => `${e.tagName}.${e.className} ${e.scrollWidth}px`); })(),
   raw_math: (() => { const t = (document.querySelector('article') || document.body).innerText, b = String.fromCharCode(92);
               return t.split(b + '(').length + t.split(b + '[').length - 2; })(),
+  raw_math_nav: (() => { const n = document.querySelector('nav.bd-docs-nav'); if (!n) return 0;
+                  const t = n.innerText, b = String.fromCharCode(92);
+                  return t.split(b + '(').length + t.split('$').length - 2; })(),
   verdict_box: !!Array.from(document.querySelectorAll('article strong'))
                  .find(e => e.textContent.trim() === 'Claims and verdicts'),
 };
@@ -462,6 +465,7 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
         errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert not errors, f"{entry}: console errors {errors[:3]}"
         assert state["raw_math"] == 0, f"{entry} shows raw TeX ({state['raw_math']} delimiters)"
+        assert state["raw_math_nav"] == 0, f"{entry}: the sidebar shows raw TeX (a title with math: write it in Unicode)"
         assert not state["wide"], f"{entry} has elements wider than the text column: {state['wide'][:3]}"
         assert not state["external"], f"{entry} loads {state['external'][:3]} from outside the book"
         text = browser.execute_script(
