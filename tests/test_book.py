@@ -86,6 +86,25 @@ def _committed_results() -> list[str]:
     return [f for f in out.stdout.split("\0") if f]
 
 
+_FIGURE_CALL = re.compile(r"\b(?:plot|draw)_\w+\(")
+
+
+def test_every_figure_cell_of_a_current_page_shows_its_figure():
+    """A committed page made with the current code shows a figure for every cell that draws one (since 446e978 the
+    pages showed only their first figure cell, unnoticed: nothing looked for the others)."""
+    from taser_book.reproduce import page_stale_reason
+
+    undrawn = []
+    for executed in sorted((REPO / "results").glob("*/*/notebook.ipynb")):
+        if executed.parts[-3] in ("smoke",) or page_stale_reason(executed.parent, REPO):
+            continue
+        for index, cell in enumerate(nbformat.read(executed, as_version=4).cells):
+            if cell.cell_type == "code" and _FIGURE_CALL.search(cell.source) and not any(
+                    "image/png" in output.get("data", {}) for output in cell.get("outputs", [])):
+                undrawn.append(f"{executed.relative_to(REPO)} cell {index}")
+    assert not undrawn, "cells that draw a figure but show none:\n" + "\n".join(undrawn)
+
+
 def test_committed_results_stay_small_and_hold_no_weights():
     files = _committed_results()
     weights = [f for f in files if f.endswith(WEIGHT_SUFFIXES)]

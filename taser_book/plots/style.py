@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
@@ -37,9 +38,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @contextlib.contextmanager
 def book_rc() -> Iterator[None]:
-    """The book's matplotlib settings for the duration of the block (the user's own come back after it)."""
+    """The book's matplotlib settings for the duration of the block (the user's own come back after it).
+
+    All but interactive mode: a notebook's first figure loads the inline backend, and loading it turns interactive
+    mode on. Restoring the mode of before (as `plt.rc_context` does) would leave every later figure of the notebook
+    undrawn, so the block's interactive mode stays. (`rc_context` already leaves the backend alone.)"""
     with plt.rc_context(_RC):
-        yield
+        try:
+            yield
+        finally:
+            interactive = mpl.is_interactive()
+    mpl.interactive(interactive)
 
 
 def book_style(function: F) -> F:
