@@ -88,6 +88,9 @@ class UsageMeter:
             hwm = _status_kib("VmHWM")
             peak = hwm * 1024 if hwm is not None and self.reset else _ru_maxrss_bytes()
             kind = "VmHWM (reset at start)" if hwm is not None and self.reset else "ru_maxrss (not reset)"
+            # The kernel's RSS counters are per-thread and folded in lazily, so VmHWM read at the end can fall a few
+            # pages short of the VmRSS read at the start (72 KiB once); the peak since the start is at least that.
+            peak = max(peak, self.start_bytes)
         per_step = self.seconds / self.steps if self.steps else None
         return {"steps_timed": self.steps, "step_seconds": round(self.seconds, 3),
                 "seconds_per_step": per_step,
