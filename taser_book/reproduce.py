@@ -285,6 +285,25 @@ def _threads_per_kernel(jobs: int):
 THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+@contextlib.contextmanager
+def _embeddings_kept(root: Path):
+    """The kernels keep their corpus embeddings on disk beside the run cache (`tables.seeded.SeededModels`), so that
+    pages evaluating the same models over the same passages, and a page rerun, encode each corpus once per model. A
+    folder the caller chose ($TASER_EMBEDDINGS_DIR) is kept."""
+    from .runs.cache import ENV_RUNS_DIR
+    from .tables.seeded import ENV_EMBEDDINGS_DIR
+
+    if os.environ.get(ENV_EMBEDDINGS_DIR):
+        yield
+        return
+    runs = Path(os.environ[ENV_RUNS_DIR]).expanduser() if os.environ.get(ENV_RUNS_DIR) else root / "runs" / "cache"
+    os.environ[ENV_EMBEDDINGS_DIR] = str(runs.resolve() / "embeddings")
+    try:
+        yield
+    finally:
+        os.environ.pop(ENV_EMBEDDINGS_DIR, None)
+
+
 def available_cores() -> int:
     """The cores this process may run on (its CPU affinity where the OS has one)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -688,7 +707,7 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
             return NotebookRun(path.stem, "failed", (time.time() - started) / 60, f"{type(err).__name__}: {err}")
 
     work = list(enumerate(notebooks, 1))
-    with _force_retrain(force), _threads_per_kernel(jobs):  # one retrain time for every notebook of this run
+    with _force_retrain(force), _threads_per_kernel(jobs), _embeddings_kept(root):  # one retrain time for all
         if jobs == 1:
             runs = [one(item) for item in work]
         else:

@@ -13,36 +13,93 @@ unit stays the query (the seed spread is reported beside it, `summarise_seeds`).
 seed None and enters as it is.
 
 Each model is loaded once and kept for the object's life, with its corpus embeddings: SQuAD-open's dev and test
-retrieve from one corpus, so its passages are encoded once per model.
+retrieve from one corpus, so its passages are encoded once per model. With `embeddings_dir` (default
+$TASER_EMBEDDINGS_DIR, which `taser reproduce` sets to `<run cache>/embeddings`) the embeddings are also kept on
+disk, so the pages that evaluate the same trained models over the same passages (in-domain, hybrid, routing) and a
+page rerun after a change to the book's code encode each corpus once per model. An entry is keyed by everything that
+makes its vectors: the model's weights and passage settings (`streamed.encoder_fingerprint`), the encoder's batch
+size, torch's version and thread count, the passages, and the source of `taser_lib` (so a change to the library's
+code never reuses vectors it made before); the vectors come back bit for bit.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import torch
 
 from taser_lib.data.types import Dataset, Run
 from taser_lib.models import load_encoder
 from taser_lib.retrieval.dense import DenseIndex, dense_search, encode_corpus
 from taser_lib.retrieval.hybrid import fuse
-from taser_lib.retrieval.streamed import StreamedCorpus
+from taser_lib.retrieval.streamed import StreamedCorpus, encoder_fingerprint
 from taser_lib.evaluation.answer_recall import KS
 from taser_lib.evaluation.baselines import score_runs, score_runs_per_query
 
 Key = tuple[str, Any]  # (model label, seed or None)
+ENV_EMBEDDINGS_DIR = "TASER_EMBEDDINGS_DIR"
+_LIBRARY_SOURCE: str | None = None
+
+
+def library_source_digest() -> str:
+    """sha256 of every .py file of `taser_lib` (path and bytes): the code that turns a model into vectors."""
+    global _LIBRARY_SOURCE
+    if _LIBRARY_SOURCE is None:
+        import taser_lib
+
+        root = Path(taser_lib.__file__).parent
+        digest = hashlib.sha256()
+        for path in sorted(root.rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        _LIBRARY_SOURCE = digest.hexdigest()
+    return _LIBRARY_SOURCE
+
+
+def passages_digest(corpus: Mapping[str, Any]) -> str:
+    """sha256 of the corpus's ids, titles and texts in order."""
+    return hashlib.sha256(json.dumps([[i, d.title, d.text] for i, d in corpus.items()]).encode()).hexdigest()
+
+
+def corpus_embeddings(encoder, corpus: Mapping[str, Any], folder: str | os.PathLike | None
+                      ) -> tuple[list[str], np.ndarray]:
+    """`dense.encode_corpus(encoder, corpus)`, kept in `folder` (None: not kept) under a key of everything that makes
+    the vectors (module docstring); a kept entry is read back instead of encoding again. Writes are atomic."""
+    if folder is None:
+        return encode_corpus(encoder, corpus)
+    key = hashlib.sha256(json.dumps([encoder_fingerprint(encoder), getattr(encoder, "batch_size", None),
+                                     torch.__version__, torch.get_num_threads(), passages_digest(corpus),
+                                     library_source_digest()]).encode()).hexdigest()[:24]
+    path = Path(folder) / f"{key}.npy"
+    if path.is_file():
+        vectors = np.load(path)
+        if vectors.shape[0] == len(corpus):
+            return list(corpus), vectors
+    ids, vectors = encode_corpus(encoder, corpus)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy.tmp", delete=False) as tmp:
+        np.save(tmp, vectors)
+    os.replace(tmp.name, path)
+    return ids, vectors
 
 
 class SeededModels:
     """Dense encoders of trained models by label and seed; `encoder_options` go to `models.load_encoder`
-    (device, precision, max_query_length, max_passage_length, batch_size)."""
+    (device, precision, max_query_length, max_passage_length, batch_size). `embeddings_dir` keeps the corpus
+    embeddings on disk (module docstring; default $TASER_EMBEDDINGS_DIR, unset: in memory only)."""
 
-    def __init__(self, paths: Mapping[str, Mapping[Any, str | Path]], **encoder_options: Any):
+    def __init__(self, paths: Mapping[str, Mapping[Any, str | Path]], *,
+                 embeddings_dir: str | os.PathLike | None = None, **encoder_options: Any):
         self.paths = {label: dict(by_seed) for label, by_seed in paths.items()}
+        self.embeddings_dir = embeddings_dir if embeddings_dir is not None else os.environ.get(ENV_EMBEDDINGS_DIR)
         self.options = {"show_progress": False, **encoder_options}
         self._encoders: dict[Key, Any] = {}
         self._embeddings: dict[tuple[Key, str], tuple[list[str], Any]] = {}
@@ -57,10 +114,9 @@ class SeededModels:
         return self._encoders[key]
 
     def index(self, label: str, seed: Any, dataset: Dataset) -> DenseIndex:
-        corpus_key = hashlib.sha256("\n".join(dataset.corpus).encode()).hexdigest()
-        key = ((label, seed), corpus_key)
+        key = ((label, seed), passages_digest(dataset.corpus))  # ids alone would take one corpus for another
         if key not in self._embeddings:
-            self._embeddings[key] = encode_corpus(self.encoder(label, seed), dataset.corpus)
+            self._embeddings[key] = corpus_embeddings(self.encoder(label, seed), dataset.corpus, self.embeddings_dir)
         ids, emb = self._embeddings[key]
         return DenseIndex.from_embeddings(emb, ids)
 
@@ -85,7 +141,7 @@ class SeededModels:
             elif keep_vectors:
                 index = self.index(label, seed, dataset)
             else:
-                ids, vectors = encode_corpus(encoder, dataset.corpus)
+                ids, vectors = corpus_embeddings(encoder, dataset.corpus, self.embeddings_dir)
                 index = DenseIndex.from_embeddings(vectors, ids)
                 del vectors
             with (encoder.query_length(query_length) if query_length else nullcontext()):
