@@ -44,7 +44,8 @@ from taser_lib.errors import ConfigError, FormatError, TaserError
 from taser_lib.io import atomic_path, atomic_write_json, atomic_write_text
 from taser_lib.meta import machine_description, run_metadata
 from taser_lib.progress import PROGRESS_ENV
-from .scorecard import JUDGING_FILES, claim_anchor, claim_link, escape_markdown, verdict_counts_table
+from .scorecard import (JUDGING_FILES, NOT_TESTABLE, TESTABLE, claim_anchor, claim_link, escape_markdown,
+                        verdict_counts_table)
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
     EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result,
 )
@@ -1053,23 +1054,41 @@ def run_times(root: str | os.PathLike, results_root: str | os.PathLike) -> pd.Da
     return pd.DataFrame(rows, columns=["notebook", "profile", "minutes", "legs", "date", "machine", "up to date"])
 
 
-def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, out_md: str | os.PathLike) -> None:
-    """The book's page of run times (book/runs.md in the assembled sources)."""
+def claims_judged(card: pd.DataFrame | None, notebook: str, profile: str) -> str:
+    """What a page's result decides at `profile`, from the scorecard: "3 of 5 judged (2 not testable here)"; "–"
+    for a page without claims or without the scorecard."""
+    column = f"verdict ({profile})"
+    if card is None or column not in card:
+        return "–"
+    verdicts = card.loc[card["notebook"] == notebook, column]
+    if verdicts.empty:
+        return "–"
+    judged, untestable = int(verdicts.isin(TESTABLE).sum()), int((verdicts == NOT_TESTABLE).sum())
+    return f"{judged} of {len(verdicts)} judged" + (f" ({untestable} {NOT_TESTABLE})" if untestable else "")
+
+
+def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, out_md: str | os.PathLike,
+                    card: pd.DataFrame | None = None) -> None:
+    """The book's page of run times (book/runs.md in the assembled sources); with the scorecard (`card`), what each
+    page's minutes decide (`claims_judged`)."""
     table = run_times(root, results_root)
     lines = ["# Run times", "",
              "How long each notebook took at each profile that has published results, when, and on which machine "
              "(the wall time of the whole notebook, from the `meta.json` beside its results). A run that was killed "
              "(a session that ended) and run again resumes its trained runs from the run cache; its minutes are then "
-             "those of every leg, and *legs* says how many. A result that is not up to date was made from an older "
-             "version of its notebook or of a library file it uses; its page says so too.", ""]
+             "those of every leg, and *legs* says how many. A page run after another had trained the models they "
+             "share counts only what it added. *Claims* says how many of the page's claims its result decides "
+             "(holds, fails or within noise): what those minutes buy. A result that is not up to date was made from "
+             "an older version of its notebook or of a library file it uses; its page says so too.", ""]
     if table.empty:
         lines.append("No notebook has published results yet: run `taser reproduce --profile cpu`.")
     else:
-        lines += ["| notebook | profile | minutes | legs | date | machine | up to date |",
-                  "| --- | --- | ---: | ---: | --- | --- | --- |"]
+        lines += ["| notebook | profile | minutes | legs | claims | date | machine | up to date |",
+                  "| --- | --- | ---: | ---: | --- | --- | --- | --- |"]
         for row in table.to_dict("records"):
             cells = [f"[{row['notebook']}](../notebooks/{row['notebook']}.ipynb)", f"`{row['profile']}`",
-                     "–" if pd.isna(row["minutes"]) else f"{row['minutes']:.1f}", row["legs"], row["date"],
+                     "–" if pd.isna(row["minutes"]) else f"{row['minutes']:.1f}", row["legs"],
+                     claims_judged(card, row["notebook"], row["profile"]), row["date"],
                      row["machine"], row["up to date"]]
             lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
         totals = table.groupby("profile", sort=False)["minutes"].sum()
@@ -1316,7 +1335,7 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
             book_notebook(source, executed, src / "notebooks" / source.name, stale=stale, meta=meta, claims=claims,
                           preconditions=preconditions)
     _write_ways_in(root, src, card, profiles_with_results(results_root), pages)
-    write_runs_page(root, results_root, src / "book" / "runs.md")
+    write_runs_page(root, results_root, src / "book" / "runs.md", card)
 
     log = out_dir / "_build" / "book.log"
     cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",

@@ -247,6 +247,26 @@ def test_run_times_table_lists_each_notebook_and_profile(tmp_path):
         "no: library file taser_lib/io.py changed").all()
 
 
+def test_the_run_times_page_says_what_each_page_decides(tmp_path):
+    import pandas as pd
+
+    from taser_book.reproduce import claims_judged, write_runs_page
+
+    card = pd.DataFrame({"notebook": ["nb", "nb", "nb", "other"],
+                         "verdict (cpu)": ["holds", "not testable here", "within noise", "fails"]})
+    assert claims_judged(card, "nb", "cpu") == "2 of 3 judged (1 not testable here)"
+    assert claims_judged(card, "other", "cpu") == "1 of 1 judged"
+    assert claims_judged(card, "nb", "gpu") == claims_judged(card, "none", "cpu") == claims_judged(None, "nb", "cpu")
+    assert claims_judged(None, "nb", "cpu") == "–"
+    source, _ = _executed(tmp_path, {})
+    save_result(tmp_path / "results" / "cpu" / "nb", "t", {"a": 1}, notebook=source)
+    for package in ("taser_lib", "taser_book"):
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    write_runs_page(tmp_path, tmp_path / "results", tmp_path / "runs.md", card)
+    row = next(line for line in (tmp_path / "runs.md").read_text().splitlines() if line.startswith("| [nb]"))
+    assert "| 2 of 3 judged (1 not testable here) |" in row
+
+
 # ------------------------------------------------------------------------------------------------ the built book
 
 # The pages the smoke book runs through `taser reproduce` (papermill, result files, the book, Chromium): one of each
