@@ -1076,8 +1076,9 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
              "How long each notebook took at each profile that has published results, when, and on which machine "
              "(the wall time of the whole notebook, from the `meta.json` beside its results). A run that was killed "
              "(a session that ended) and run again resumes its trained runs from the run cache; its minutes are then "
-             "those of every leg, and *legs* says how many. A page run after another had trained the models they "
-             "share counts only what it added. *Claims* says how many of the page's claims its result decides "
+             "those of every leg, and *legs* says how many. A page run when its models were already in the run cache "
+             "(trained by another page, or by an earlier run of its own) counts only its evaluation; what the "
+             "training cost is on the *Reproducing* page. *Claims* says how many of the page's claims its result decides "
              "(holds, fails or within noise): what those minutes buy. A result that is not up to date was made from "
              "an older version of its notebook or of a library file it uses; its page says so too.", ""]
     if table.empty:
