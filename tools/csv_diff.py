@@ -39,7 +39,7 @@ def main(old, new):
             elif pd.api.types.is_numeric_dtype(u) and pd.api.types.is_numeric_dtype(v):
                 bad = ~((u - v).abs().le(1e-9 + 1e-6 * v.abs()) | (u.isna() & v.isna()))
             else:
-                bad = ~((u.astype(str) == v.astype(str)))
+                bad = ~((u.astype(str) == v.astype(str)).fillna(False).astype(bool) | (u.isna() & v.isna()))
             if bad.any(): diff.append((c, int(bad.sum())))
         print(f"  {name}: {'identical' if not diff else 'differs ' + str(diff[:6])} ({len(x)} rows; ignored {[c for c in x.columns if TIMING.search(str(c))]})")
 
