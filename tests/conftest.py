@@ -24,6 +24,24 @@ def shared_data() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def tiny_bert_with_tokenizer(tmp_path_factory) -> Path:
+    """A random 2-layer BERT of width 32 (seeded) saved with the packaged model's tokenizer: a model folder that
+    `build_model` and `load_tokenizer` both read, made once per test session."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from taser_lib.models import load_tokenizer
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-bert")
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=48, max_position_embeddings=64)
+    BertModel(config, add_pooling_layer=False).save_pretrained(path)
+    load_tokenizer("default").save_pretrained(path)
+    return path
+
+
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch):
     # No test may reach a hub: transformers and huggingface_hub honour these.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from taser_book.bench import write_result
 from taser_book.bench.report import (
-    SPREAD_KEYS, conditions_table, describe_source, find_results, implied_21m_lines, spread_table, summary_table,
+    SPREAD_KEYS, conditions_table, describe_source, find_results, implied_21m_lines, machine_folders, machines_table,
+    spread_table, summary_table,
 )
 
 
@@ -69,3 +70,34 @@ def test_report_without_results_says_what_to_run(tmp_path):
     assert "taser bench" in describe_source(results, source)[0]
     assert summary_table(results).empty and spread_table(results).empty and conditions_table(results).empty
     assert implied_21m_lines(results) == []
+
+
+def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):
+    bench = tmp_path / "bench"
+    main = _record("encoding", {"speedup": _spread(1.29), "fp32_speedup": _spread(1.29)}, [])
+    main["meta"]["precision"] = {"auto": {"encode": "fp32"}, "native_bf16": False, "probe": None}
+    write_result(main, bench)
+    write_result(_record("search", {"squad_open": {"flat_speedup_over_numpy": _spread(1.5)}}, []), bench)
+    xeon = _record("encoding", {"speedup": _spread(4.8), "int8_speedup": _spread(2.1)}, [])
+    xeon["meta"]["device"]["name"] = "Other CPU"
+    xeon["meta"]["precision"] = {"native_bf16": True, "probe": {"choice": {"encode": "bf16", "train": "fp32"}}}
+    xeon["meta"]["time_utc"] = "2025-02-02T00:00:00+00:00"
+    write_result(xeon, bench / "machines" / "other")
+    write_result(_record("precision", {"int8_delta_points": {"R@20": -0.25}}, []), bench / "machines" / "other")
+    (bench / "machines" / "empty").mkdir()  # no records: no column
+
+    assert machine_folders(bench) == [bench, bench / "machines" / "other"]
+    table = machines_table(bench)
+    assert list(table.columns) == ["Some CPU (2 cores)", "Other CPU (2 cores)"]
+    some, other = table["Some CPU (2 cores)"], table["Other CPU (2 cores)"]
+    assert some["auto precision"] == "fp32 (no native bf16)"
+    assert other["auto precision"] == "encode bf16, train fp32 (probe)"
+    assert some["encoding: ours at auto over sentence-transformers"] == "1.29x"
+    assert other["encoding: ours at auto over sentence-transformers"] == "4.80x"
+    assert other["encoding: our int8 (indexing) over sentence-transformers"] == "2.10x"
+    assert some["encoding: our int8 (indexing) over sentence-transformers"] == "–"  # not measured there
+    assert other["SQuAD-open test R@20, int8 - fp32"] == "-0.25 points"
+    assert some["search: faiss flat over numpy, SQuAD-open"] == "1.50x"
+    assert other["search: faiss flat over numpy, SQuAD-open"] == "–"  # the other machine's run had no search
+    assert other["measured on"] == "2025-01-01, 2025-02-02"
+    assert machines_table(tmp_path / "none").empty

@@ -66,14 +66,8 @@ def test_autocast_context():
 # ---- the encoder ---------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny-bert")
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=48, max_position_embeddings=64)
-    BertModel(config, add_pooling_layer=False).save_pretrained(path)
-    load_tokenizer("default").save_pretrained(path)
-    return path
+def tiny(tiny_bert_with_tokenizer):
+    return tiny_bert_with_tokenizer
 
 
 PASSAGES = [("Hamlet", "Hamlet is a tragedy by William Shakespeare."), ("", "Paris is the capital of France."),

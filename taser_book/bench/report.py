@@ -141,3 +141,71 @@ def implied_21m_lines(results: Iterable[dict[str, Any]]) -> list[str]:
                      f"passages (bound {memory['bound_mib']:,.0f} MiB); loaded whole first: "
                      f"{memory['load_peak_mib'][-1]:,.0f} MiB")
     return lines + [f"note: {note}" for note in scaling.get("notes", [])]
+
+
+# --- the same ratios on every machine the benchmarks ran on -----------------------------------------------------------
+
+MACHINES_FOLDER = "machines"  # results/bench/machines/<machine>/: other machines' runs beside results/bench's own
+# (label, benchmark, path into "measured", how the value reads): each machine's ratios come from its own records
+MACHINE_QUANTITIES: list[tuple[str, str, tuple[str, ...], str]] = [
+    ("encoding: ours at auto over sentence-transformers", "encoding", ("speedup", "median"), "x"),
+    ("encoding: our fp32 over sentence-transformers", "encoding", ("fp32_speedup", "median"), "x"),
+    ("encoding: our bf16 over our fp32", "encoding", ("bf16_over_fp32", "median"), "x"),
+    ("encoding: our int8 (indexing) over sentence-transformers", "encoding", ("int8_speedup", "median"), "x"),
+    ("encoding: our int8 (indexing) over ours at auto", "encoding", ("int8_over_auto", "median"), "x"),
+    ("SQuAD-open test R@20, int8 - fp32", "precision", ("int8_delta_points", "R@20"), "points"),
+    ("SQuAD-open test R@20, bf16 - fp32", "precision", ("delta_points", "R@20"), "points"),
+    ("training step: TASER bf16 over fp32", "training", ("bf16_speedup", "TASER", "median"), "x"),
+    ("training step: DPR bf16 over fp32", "training", ("bf16_speedup", "DPR", "median"), "x"),
+    ("search: faiss flat over numpy, SQuAD-open", "search", ("squad_open", "flat_speedup_over_numpy", "median"), "x"),
+    ("search: faiss flat over numpy, random 100k", "search", ("random", "flat_speedup_over_numpy", "median"), "x"),
+]
+
+
+def machine_folders(bench_dir: str | os.PathLike) -> list[Path]:
+    """`bench_dir` itself and every `bench_dir/machines/<machine>/` folder that holds benchmark records."""
+    root = Path(bench_dir)
+    others = sorted(p for p in (root / MACHINES_FOLDER).glob("*") if p.is_dir())
+    return [p for p in [root, *others] if p.is_dir() and load_results(p)]
+
+
+def _machine_label(results: Sequence[dict[str, Any]]) -> str:
+    device = results[0]["meta"].get("device", {})
+    return f"{device.get('name')} ({device.get('cores')} cores)" if device.get("type") == "cpu" \
+        else str(device.get("name"))
+
+
+def _auto_choice(results: Sequence[dict[str, Any]]) -> str:
+    """What `auto` chose on the machine, for encoding and training, from the first record that says."""
+    for result in results:
+        precision = result["meta"].get("precision") or {}
+        if precision.get("probe"):
+            choice = precision["probe"]["choice"]
+            return f"encode {choice['encode']}, train {choice['train']} (probe)"
+        if precision and not precision.get("native_bf16"):
+            return "fp32 (no native bf16)"
+    return "–"
+
+
+def _reading(value: Any, unit: str) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "–"
+    return f"{value:+.2f} points" if unit == "points" else f"{value:.2f}x"
+
+
+def machines_table(bench_dir: str | os.PathLike) -> pd.DataFrame:
+    """One column per machine (`machine_folders`), one row per ratio of `MACHINE_QUANTITIES`, each read from that
+    machine's own records (so each ratio was measured in one run on one machine); "–" where that machine's records
+    do not measure it (a benchmark not run there, or run before it measured that quantity)."""
+    columns = {}
+    for folder in machine_folders(bench_dir):
+        results = load_results(folder)
+        found = by_name(results)
+        cells = {"auto precision": _auto_choice(results)}
+        for label, bench, path, unit in MACHINE_QUANTITIES:
+            cells[label] = _reading(_walk(found[bench], path) if bench in found else None, unit)
+        revisions = sorted({(r["meta"].get("time_utc") or "")[:10] for r in results} - {""})
+        cells["measured on"] = ", ".join(revisions) if revisions else "–"
+        label = _machine_label(results)
+        columns[label if label not in columns else f"{label}, {folder.name}"] = cells
+    return pd.DataFrame(columns)

@@ -24,10 +24,26 @@ def register(subparsers) -> None:
     e.add_argument("--max-length", type=int, default=256)
     e.add_argument("--shard-size", type=int, default=100_000)
     e.add_argument("--device", default=None)
-    e.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="auto",
-                   help="auto (default): bf16 on CUDA and on CPUs with native bf16, else fp32; recorded in the "
-                        "manifest")
+    e.add_argument("--precision", choices=ENCODE_PRECISIONS, default="auto", help=PRECISION_HELP)
     e.set_defaults(func=_encode)
+
+
+ENCODE_PRECISIONS = ("fp32", "bf16", "auto", "int8")  # int8 for encoding a corpus only (taser_lib.models.quantized)
+PRECISION_HELP = ("auto (default): bf16 where it measured faster than fp32 (CUDA; a CPU with native bf16 and a "
+                  "probe that found it faster), else fp32; int8: the linear layers dynamically quantised, CPU only, "
+                  "for indexing a large corpus (`taser bench --only precision` measures its speed and R@K); recorded "
+                  "in the manifest")
+
+
+def cli_encoder(model: str, precision: str, **kwargs):
+    """The encoder `--model` and `--precision` ask for: `load_encoder`, or its int8 copy (`models.quantized`)."""
+    from taser_lib.models import load_encoder
+
+    if precision != "int8":
+        return load_encoder(model, precision=precision, **kwargs)
+    from taser_lib.models.quantized import int8_encoder
+
+    return int8_encoder(load_encoder(model, precision="fp32", **kwargs))
 
 
 def _base_config(base: str):
@@ -58,7 +74,6 @@ def _encode(args: argparse.Namespace) -> int:
     import itertools
 
     from taser_lib.data.formats import iter_corpus_file
-    from taser_lib.models import load_encoder
     from taser_lib.retrieval.dense import encode_stream_to_shards
 
     from taser_lib.errors import FormatError, TaserError
@@ -70,8 +85,8 @@ def _encode(args: argparse.Namespace) -> int:
     first = next(rows, None)
     if first is None:
         raise FormatError(args.corpus, None, None, "holds no passages")
-    encoder = load_encoder(args.model, batch_size=args.batch_size, max_passage_length=args.max_length,
-                           device=args.device, precision=args.precision)
+    encoder = cli_encoder(args.model, args.precision, batch_size=args.batch_size,
+                          max_passage_length=args.max_length, device=args.device)
     start = time.perf_counter()
     try:
         shards = encode_stream_to_shards(encoder, itertools.chain([first], rows), args.out,

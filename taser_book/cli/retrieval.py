@@ -23,6 +23,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from taser_lib.errors import ConfigError, FormatError, TaserError
+from .models import ENCODE_PRECISIONS, PRECISION_HELP, cli_encoder
 
 _INDEX_META = "taser_index.json"
 DEFAULT_PASSAGE_LENGTH = 192  # the cpu profile's max_passage_length (taser_book/profiles.yaml)
@@ -37,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--retriever", choices=("bm25", "dense"), required=True)
     p.add_argument("--out", type=Path, required=True, help="index folder")
     _bm25_options(p)
-    _dense_options(p)
+    _dense_options(p, precisions=ENCODE_PRECISIONS)
     p.add_argument("--index-type", choices=("flat", "hnsw", "ivfpq"), default="flat")
     p.add_argument("--index-param", action="append", default=[], metavar="NAME=INT",
                    help="faiss index parameter, e.g. M=32 or nlist=1024 (repeatable)")
@@ -84,12 +85,15 @@ def _bm25_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--b", type=float, default=defaults.b, help=f"BM25 b (default {defaults.b})")
 
 
-def _dense_options(p: argparse.ArgumentParser, queries: bool = False) -> None:
+def _dense_options(p: argparse.ArgumentParser, queries: bool = False,
+                   precisions: tuple[str, ...] = ("fp32", "bf16", "auto")) -> None:
     p.add_argument("--model", default="default", help="dense encoder: 'default' or a saved model folder")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
-    p.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="auto",
-                   help="encoder precision; auto (default): bf16 on CUDA and on CPUs with native bf16, else fp32")
+    p.add_argument("--precision", choices=precisions, default="auto",
+                   help=PRECISION_HELP if "int8" in precisions else
+                   "encoder precision; auto (default): bf16 where it measured faster than fp32, else fp32 (an index "
+                   "built at int8 is searched with queries encoded at this precision)")
     p.add_argument("--max-passage-length", type=int, default=DEFAULT_PASSAGE_LENGTH, metavar="TOKENS",
                    help=f"passages are cut to this many tokens (default {DEFAULT_PASSAGE_LENGTH}, as the book's cpu "
                         "pages encode them)")
@@ -110,14 +114,12 @@ def _load_dataset(spec: str):
 
 
 def _encoder(args: argparse.Namespace):
-    from taser_lib.models import load_encoder
-
     for flag in ("max_passage_length", "max_query_length"):
         value = getattr(args, flag, None)
         if value is not None and value < 1:
             raise ConfigError(f"--{flag.replace('_', '-')} must be positive, got {value}")
-    return load_encoder(args.model, batch_size=args.batch_size, device=args.device, precision=args.precision,
-                        max_passage_length=args.max_passage_length)
+    return cli_encoder(args.model, args.precision, batch_size=args.batch_size, device=args.device,
+                       max_passage_length=args.max_passage_length)
 
 
 def _index_params(pairs: list[str]) -> dict[str, int]:

@@ -1,0 +1,102 @@
+"""The int8 encoder for indexing (taser_lib.models.quantized) and `--precision int8` in `taser encode` / `taser index`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from taser_book.cli import main
+from taser_lib.errors import ConfigError
+from taser_lib.models import DenseEncoder, build_model, load_tokenizer
+from taser_lib.models.quantized import FFN_OUTPUT, Int8Encoder, int8_copy, int8_encoder, quantised_linears
+
+PASSAGES = [("Hamlet", "Hamlet is a tragedy by William Shakespeare."), ("", "Paris is the capital of France."),
+            ("Bees", "Bees make honey from nectar collected from flowers.")]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_bert_with_tokenizer):
+    return tiny_bert_with_tokenizer
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def test_every_linear_is_quantised_unless_kept_and_kept_means_the_feed_forward_output(tiny):
+    model = build_model("taser", tiny, shared_blocks=1)
+    every = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    assert quantised_linears(model) == every  # by default every linear
+    names = quantised_linears(model, keep_fp32=(FFN_OUTPUT,))
+    kept = sorted(set(every) - set(names))
+    assert kept and all(n.endswith(".output.dense") and ".attention." not in n for n in kept)
+    assert any(n.endswith("attention.output.dense") for n in names)
+    assert any(".experts." in n for n in kept)  # an expert's feed-forward output is a feed-forward output too
+    copy = int8_copy(model, keep_fp32=(FFN_OUTPUT,))
+    assert all(type(copy.get_submodule(n)) is torch.nn.Linear for n in kept)
+    assert all(isinstance(copy.get_submodule(n), torch.ao.nn.quantized.dynamic.Linear) for n in names)
+
+
+@pytest.mark.parametrize("arch", ["taser", "dpr", "shared"])
+def test_int8_vectors_follow_fp32_and_the_model_is_left_alone(arch, tiny):
+    model = build_model(arch, tiny, **({"shared_blocks": 1} if arch == "taser" else {}))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    tok = load_tokenizer(tiny)
+    fp32 = DenseEncoder(model, tok, device="cpu", show_progress=False, precision="fp32")
+    int8 = int8_encoder(fp32)
+    assert isinstance(int8, Int8Encoder) and int8.resolved_precision == "int8"
+    a, b = fp32.encode_passages(PASSAGES), int8.encode_passages(PASSAGES)
+    assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
+    assert not np.array_equal(a, b)  # the quantised linears really ran
+    assert cosines(a, b).min() > 0.95
+    q = int8.encode_queries(["who wrote hamlet"])
+    assert cosines(q, fp32.encode_queries(["who wrote hamlet"])).min() > 0.95
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    running = int8.running_model()
+    assert running is not model and running is int8.running_model()  # kept while the weights stay the same
+    quantised = [m for m in running.modules() if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+    assert len(quantised) == len(quantised_linears(model))
+
+
+def test_the_int8_copy_is_made_again_when_the_weights_change(tiny):
+    model = build_model("shared", tiny)
+    enc = Int8Encoder(model, load_tokenizer(tiny), device="cpu", show_progress=False)
+    first, vectors = enc.running_model(), enc.encode_passages(PASSAGES)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(1.5)
+    assert enc.running_model() is not first
+    assert not np.allclose(vectors, enc.encode_passages(PASSAGES))
+
+
+def test_int8_refuses_what_it_cannot_do(tiny):
+    model, tok = build_model("shared", tiny), load_tokenizer(tiny)
+    with pytest.raises(ConfigError, match="int8"):
+        Int8Encoder(model, tok, device="cpu", precision="bf16")
+    with pytest.raises(ConfigError, match="fused"):
+        Int8Encoder(model, tok, device="cpu", fuse_cpu_linears=True)
+    with pytest.raises(ConfigError, match="CPU only"):
+        int8_copy(model.to("meta"))
+
+
+def test_cli_encode_and_index_at_int8(tiny, tmp_path, capsys):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "title": "T", "text": f"passage number {i}"}) + "\n"
+                              for i in range(5)))
+    assert main(["encode", str(corpus), "--model", str(tiny), "--out", str(tmp_path / "emb"), "--shard-size", "2",
+                 "--precision", "int8", "--device", "cpu"]) == 0
+    assert "at int8" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / "emb" / "manifest.json").read_text())
+    assert manifest["precision"] == "int8" and manifest["n_docs"] == 5
+    # the folder holds int8 vectors: resuming it at another precision would mix them, and is refused
+    assert main(["encode", str(corpus), "--model", str(tiny), "--out", str(tmp_path / "emb"), "--shard-size", "2",
+                 "--precision", "fp32", "--device", "cpu"]) != 0
+    assert main(["index", str(corpus), "--retriever", "dense", "--model", str(tiny), "--out", str(tmp_path / "idx"),
+                 "--precision", "int8", "--device", "cpu"]) == 0
+    assert json.loads((tmp_path / "idx" / "taser_index.json").read_text())["precision"] == "int8"
+    # search encodes queries only: int8 is not one of its precisions
+    with pytest.raises(SystemExit):
+        main(["search", str(corpus), "--retriever", "dense", "--out", str(tmp_path / "run"), "--precision", "int8"])
