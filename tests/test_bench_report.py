@@ -84,14 +84,17 @@ def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):
     xeon["meta"]["time_utc"] = "2025-02-02T00:00:00+00:00"
     write_result(xeon, bench / "machines" / "other")
     write_result(_record("precision", {"int8_delta_points": {"R@20": -0.25}}, []), bench / "machines" / "other")
+    write_result(_record("training", {"default_precision": "bf16"}, []), bench / "machines" / "other")
     (bench / "machines" / "empty").mkdir()  # no records: no column
 
     assert machine_folders(bench) == [bench, bench / "machines" / "other"]
     table = machines_table(bench)
     assert list(table.columns) == ["Some CPU (2 cores)", "Other CPU (2 cores)"]
     some, other = table["Some CPU (2 cores)"], table["Other CPU (2 cores)"]
-    assert some["auto precision"] == "fp32 (no native bf16)"
-    assert other["auto precision"] == "encode bf16, train fp32 (probe)"
+    assert some["auto precision (first record that says)"] == "fp32 (no native bf16)"
+    assert other["auto precision (first record that says)"] == "encode bf16, train fp32 (probe)"
+    assert some["training: the precision it ran at (auto)"] == "–"
+    assert other["training: the precision it ran at (auto)"] == "bf16"
     assert some["encoding: ours at auto over sentence-transformers"] == "1.29x"
     assert other["encoding: ours at auto over sentence-transformers"] == "4.80x"
     assert other["encoding: our int8 (indexing) over sentence-transformers"] == "2.10x"
@@ -99,5 +102,5 @@ def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):
     assert other["SQuAD-open test R@20, int8 - fp32"] == "-0.25 points"
     assert some["search: faiss flat over numpy, SQuAD-open"] == "1.50x"
     assert other["search: faiss flat over numpy, SQuAD-open"] == "–"  # the other machine's run had no search
-    assert other["measured on"] == "2025-01-01, 2025-02-02"
+    assert other["measured on (days of its records)"] == "2025-01-01, 2025-02-02"
     assert machines_table(tmp_path / "none").empty

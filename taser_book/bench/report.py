@@ -157,6 +157,7 @@ MACHINE_QUANTITIES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("SQuAD-open test R@20, bf16 - fp32", "precision", ("delta_points", "R@20"), "points"),
     ("training step: TASER bf16 over fp32", "training", ("bf16_speedup", "TASER", "median"), "x"),
     ("training step: DPR bf16 over fp32", "training", ("bf16_speedup", "DPR", "median"), "x"),
+    ("training: the precision it ran at (auto)", "training", ("default_precision",), "text"),
     ("search: faiss flat over numpy, SQuAD-open", "search", ("squad_open", "flat_speedup_over_numpy", "median"), "x"),
     ("search: faiss flat over numpy, random 100k", "search", ("random", "flat_speedup_over_numpy", "median"), "x"),
 ]
@@ -188,24 +189,29 @@ def _auto_choice(results: Sequence[dict[str, Any]]) -> str:
 
 
 def _reading(value: Any, unit: str) -> str:
+    if unit == "text":
+        return str(value) if isinstance(value, str) and value else "–"
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "–"
     return f"{value:+.2f} points" if unit == "points" else f"{value:.2f}x"
 
 
 def machines_table(bench_dir: str | os.PathLike) -> pd.DataFrame:
-    """One column per machine (`machine_folders`), one row per ratio of `MACHINE_QUANTITIES`, each read from that
-    machine's own records (so each ratio was measured in one run on one machine); "–" where that machine's records
-    do not measure it (a benchmark not run there, or run before it measured that quantity)."""
+    """One column per machine folder (`machine_folders`), one row per quantity of `MACHINE_QUANTITIES`, each read
+    from that folder's own records (each ratio is measured within one benchmark run, its contenders timed round-robin);
+    "–" where the folder's records do not measure it (a benchmark not run there, or run before it measured that
+    quantity). The last row gives the days of the folder's records: records of different days may come from different
+    CPUs sold under one name (a cloud's "AMD EPYC" with or without native bf16), which the rows of what `auto` chose
+    show."""
     columns = {}
     for folder in machine_folders(bench_dir):
         results = load_results(folder)
         found = by_name(results)
-        cells = {"auto precision": _auto_choice(results)}
+        cells = {"auto precision (first record that says)": _auto_choice(results)}
         for label, bench, path, unit in MACHINE_QUANTITIES:
             cells[label] = _reading(_walk(found[bench], path) if bench in found else None, unit)
-        revisions = sorted({(r["meta"].get("time_utc") or "")[:10] for r in results} - {""})
-        cells["measured on"] = ", ".join(revisions) if revisions else "–"
+        days = sorted({(r["meta"].get("time_utc") or "")[:10] for r in results} - {""})
+        cells["measured on (days of its records)"] = ", ".join(days) if days else "–"
         label = _machine_label(results)
         columns[label if label not in columns else f"{label}, {folder.name}"] = cells
     return pd.DataFrame(columns)
