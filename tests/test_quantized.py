@@ -11,6 +11,7 @@ import torch
 from taser_book.cli import main
 from taser_lib.errors import ConfigError
 from taser_lib.models import DenseEncoder, build_model, load_tokenizer
+from taser_lib.models import quantized as Q
 from taser_lib.models.quantized import FFN_OUTPUT, Int8Encoder, int8_copy, int8_encoder, quantised_linears
 
 PASSAGES = [("Hamlet", "Hamlet is a tragedy by William Shakespeare."), ("", "Paris is the capital of France."),
@@ -100,3 +101,64 @@ def test_cli_encode_and_index_at_int8(tiny, tmp_path, capsys):
     # search encodes queries only: int8 is not one of its precisions
     with pytest.raises(SystemExit):
         main(["search", str(corpus), "--retriever", "dense", "--out", str(tmp_path / "run"), "--precision", "int8"])
+
+
+# ---- which int8 kernels: the engine probe ----------------------------------------------------------------------------
+
+def stub_timer(durations: list[float]):
+    """A clock whose successive start/stop pairs last `durations`."""
+    ticks, now = [], 0.0
+    for d in durations:
+        ticks += [now, now + d]
+        now += d + 1.0
+    return iter(ticks).__next__
+
+
+@pytest.mark.parametrize("fastest", Q.available_engines())
+def test_the_engine_probe_picks_the_engine_it_measured_fastest(fastest):
+    engines = Q.available_engines()
+    timer = stub_timer([0.1 if e == fastest else 0.3 for _ in range(3) for e in engines])  # rounds of every engine
+    probe = Q.measure_int8_engines(hidden=32, heads=2, batch=2, length=8, repeats=3, timer=timer)
+    assert set(probe.seconds) == set(engines) and probe.choice == fastest
+    assert probe.seconds[fastest] == pytest.approx(0.1)
+    record = probe.as_dict()
+    assert Q.EngineProbe.from_dict(record) == probe and record["choice"] == fastest
+    with pytest.raises(ValueError):
+        Q.EngineProbe.from_dict({"machine": "m", "seconds": {"qnnpack": 0.1}})
+
+
+def test_the_engine_probe_is_cached_per_machine_and_torch(tmp_path, monkeypatch):
+    from taser_lib.models import precision as P
+
+    monkeypatch.setenv(P.ENV_CACHE_DIR, str(tmp_path))
+    measured = []
+    engine = Q.available_engines()[0]
+    monkeypatch.setattr(Q, "measure_int8_engines", lambda: measured.append(1) or Q.EngineProbe("m", {engine: 0.1}))
+    key = {"value": "Xeon | 2 cores | 2 threads | torch 2.13 | probe 1"}
+    monkeypatch.setattr(Q, "machine_key", lambda: key["value"])
+    Q.int8_engine_probe.cache_clear()
+    try:
+        assert Q.int8_engine_probe().choice == engine and len(measured) == 1
+        Q.int8_engine_probe.cache_clear()
+        assert Q.int8_engine_probe().choice == engine and len(measured) == 1      # read from the cache
+        key["value"] = "Xeon | 2 cores | 2 threads | torch 2.14 | probe 1"         # torch changed: measure again
+        Q.int8_engine_probe.cache_clear()
+        Q.int8_engine_probe()
+        assert len(measured) == 2 and len(json.loads((tmp_path / Q.ENGINE_PROBE_FILE).read_text())) == 2
+    finally:
+        Q.int8_engine_probe.cache_clear()
+
+
+def test_an_explicit_engine_packs_for_it_and_a_bad_one_is_refused(tiny):
+    model, tok = build_model("shared", tiny), load_tokenizer(tiny)
+    fp32 = DenseEncoder(model, tok, device="cpu", show_progress=False, precision="fp32").encode_passages(PASSAGES)
+    before = torch.backends.quantized.engine
+    for engine in Q.available_engines():
+        enc = Int8Encoder(model, tok, device="cpu", show_progress=False, engine=engine)
+        assert enc.engine == engine
+        assert cosines(fp32, enc.encode_passages(PASSAGES)).min() > 0.95
+        assert torch.backends.quantized.engine == before  # the global setting is restored
+    with pytest.raises(ConfigError, match="engine"):
+        Int8Encoder(model, tok, device="cpu", engine="qnnpack")
+    with pytest.raises(ConfigError, match="engine"):
+        int8_copy(model, engine="gpu")

@@ -18,7 +18,7 @@ import numpy as np
 from taser_lib.data.answers import AnswerMatcher
 from taser_lib.evaluation.answer_recall import answer_hits, hits_at_k, top_k_accuracy
 from taser_lib.models.precision import resolve_precision
-from taser_lib.models.quantized import int8_encoder
+from taser_lib.models.quantized import int8_encoder, int8_engine_probe
 from taser_lib.retrieval.dense import DenseIndex
 from . import inputs
 from .core import BenchConfig, row
@@ -96,6 +96,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                      row(f"corpus encoding speed-up, int8 over auto ({auto})",
                          result[auto]["encode_seconds"] / q8["encode_seconds"], "x")]
         int8_measured = {"int8_delta_points": delta8, "int8_questions_changed": changed8,
+                         "int8_engine": int8_engine_probe().as_dict(),
                          "cosine_passages_int8": {"min": float(cos8.min()), "mean": float(cos8.mean())},
                          "auto": auto}
         int8_notes = ["int8: passages encoded by our fp32 encoder with its linears dynamically quantised "

@@ -21,26 +21,120 @@ int8 is for encoding a corpus to search: never for training (there is no backwar
 for the book's verdicts. Where speed and recall trade off is a measurement, not a rule: the precision benchmark
 reports int8's encoding speed-up over fp32 and over `auto`, and its R@1/5/20/100 against fp32's.
 
+Which int8 kernels: PyTorch packs a quantised linear's weights for one engine (fbgemm, oneDNN, or "x86", its own
+pick between them) when the copy is made, and the packed weights run on that engine's kernels from then on. Which is
+fastest depends on the CPU (on a 2-core Xeon with AMX, one MiniLM batch took 0.51 s with oneDNN's kernels against
+0.63 s with fbgemm's and 0.66 s with x86's, measured beside other jobs), so `engine=None` (the default) takes the
+engine a short cached probe measured fastest on this machine (`int8_engine_probe`: one random BERT layer at the
+default model's width, the median of 5 rounds that time every engine in turn), as `auto` precision does.
+
 PyTorch deprecates eager-mode quantisation in favour of torchao; it still runs in the torch this project pins, and
 the warnings it prints on every conversion are silenced here, once, around the conversion.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
+import statistics
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
 from ..errors import ConfigError
 from .encoding import DenseEncoder, _weights_key
+from .precision import cached_probe, machine_key
 
 # The suffix of BERT's feed-forward output projection ("layer.N.output.dense"; an attention block's own output,
 # "layer.N.attention.output.dense", is not matched), for `keep_fp32`.
 FFN_OUTPUT = "output.dense"
 PRECISION = "int8"
+
+
+ENGINES = ("fbgemm", "onednn", "x86")  # PyTorch's server-CPU int8 engines (qnnpack is for mobile ARM)
+ENGINE_PROBE_FILE = "int8-engine-probe.json"
+ENGINE_PROBE_VERSION = 1
+
+
+def available_engines() -> list[str]:
+    """The int8 engines of `ENGINES` this torch build supports."""
+    return [e for e in ENGINES if e in torch.backends.quantized.supported_engines]
+
+
+@contextlib.contextmanager
+def quantized_engine(engine: str) -> Iterator[None]:
+    """Within the block, PyTorch packs quantised weights for `engine`."""
+    if engine not in available_engines():
+        raise ConfigError(f"int8 engine must be one of {', '.join(available_engines())}, got {engine!r}")
+    before = torch.backends.quantized.engine
+    torch.backends.quantized.engine = engine
+    try:
+        yield
+    finally:
+        torch.backends.quantized.engine = before
+
+
+@dataclass(frozen=True)
+class EngineProbe:
+    """One machine's measurement: median seconds of the probe's forward per int8 engine."""
+
+    machine: str
+    seconds: dict[str, float]
+
+    @property
+    def choice(self) -> str:
+        return min(self.seconds, key=self.seconds.get)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "choice": self.choice}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EngineProbe":
+        seconds = {str(k): float(v) for k, v in data["seconds"].items()}
+        if not seconds or not set(seconds) <= set(ENGINES):
+            raise ValueError(f"not an int8 engine probe: {sorted(seconds)}")
+        return cls(str(data["machine"]), seconds)
+
+
+def measure_int8_engines(*, hidden: int = 384, heads: int = 12, batch: int = 8, length: int = 128, repeats: int = 5,
+                         timer: Callable[[], float] = time.perf_counter) -> EngineProbe:
+    """Time one random BERT layer of the default model's width, its linears quantised for each available engine
+    (`int8_copy`), forward only: one warm-up each, then `repeats` rounds timing every engine in turn; the median per
+    engine."""
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=512, hidden_size=hidden, num_hidden_layers=1, num_attention_heads=heads,
+                        intermediate_size=4 * hidden, max_position_embeddings=max(512, length))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = BertModel(config, add_pooling_layer=False).eval()
+    ids = torch.randint(0, config.vocab_size, (batch, length), generator=torch.Generator().manual_seed(0))
+    nets = {engine: int8_copy(model, engine=engine) for engine in available_engines()}
+    times: dict[str, list[float]] = {engine: [] for engine in nets}
+    with torch.inference_mode():
+        for net in nets.values():
+            net(input_ids=ids)
+        for _ in range(repeats):  # round-robin: a change in the machine's load falls on every engine alike
+            for engine, net in nets.items():
+                start = timer()
+                net(input_ids=ids)
+                times[engine].append(timer() - start)
+    seconds = {engine: statistics.median(t) for engine, t in times.items()}
+    return EngineProbe(f"{machine_key()} | int8 probe {ENGINE_PROBE_VERSION}", seconds)
+
+
+@functools.lru_cache(maxsize=1)
+def int8_engine_probe() -> EngineProbe:
+    """This machine's engine probe (`measure_int8_engines`, about a second), measured once and cached in
+    `$TASER_CACHE_DIR/int8-engine-probe.json` under the machine, its threads and torch's version."""
+    return cached_probe(ENGINE_PROBE_FILE, measure_int8_engines, EngineProbe.from_dict,
+                        key=f"{machine_key()} | int8 probe {ENGINE_PROBE_VERSION}")
 
 
 def _kept(name: str, keep: Sequence[str]) -> bool:
@@ -54,9 +148,10 @@ def quantised_linears(model: nn.Module, keep_fp32: Sequence[str] = ()) -> list[s
             if isinstance(module, nn.Linear) and not _kept(name, keep_fp32)]
 
 
-def int8_copy(model: nn.Module, keep_fp32: Sequence[str] = ()) -> nn.Module:
+def int8_copy(model: nn.Module, keep_fp32: Sequence[str] = (), engine: str | None = None) -> nn.Module:
     """An eval-mode copy of `model` (left unchanged) whose linears, but those named in `keep_fp32`, are dynamically
-    quantised int8 linears (module docstring). CPU only."""
+    quantised int8 linears packed for `engine` (None: the one `int8_engine_probe` measured fastest here; module
+    docstring). CPU only."""
     if next(model.parameters()).device.type != "cpu":
         raise ConfigError("int8 encoding runs on the CPU only (PyTorch's dynamic quantisation has no GPU kernels)")
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
@@ -65,7 +160,8 @@ def int8_copy(model: nn.Module, keep_fp32: Sequence[str] = ()) -> nn.Module:
     spec = {name: per_channel_dynamic_qconfig for name in quantised_linears(clone, keep_fp32)}
     if not spec:
         raise ConfigError(f"{type(model).__name__} has no linear layer to quantise")
-    with warnings.catch_warnings():  # torch.ao's deprecation notices, printed on every call (module docstring)
+    engine = engine or int8_engine_probe().choice
+    with warnings.catch_warnings(), quantized_engine(engine):  # torch.ao's deprecation notices (module docstring)
         warnings.simplefilter("ignore", category=UserWarning)
         warnings.simplefilter("ignore", category=DeprecationWarning)
         warnings.simplefilter("ignore", category=FutureWarning)
@@ -78,7 +174,7 @@ class Int8Encoder(DenseEncoder):
     Queries and passages both run quantised; a caller may encode queries with a float encoder of the same model
     (`taser search` does)."""
 
-    def __init__(self, model, tokenizer, *, keep_fp32: Sequence[str] = (), **kwargs):
+    def __init__(self, model, tokenizer, *, keep_fp32: Sequence[str] = (), engine: str | None = None, **kwargs):
         if kwargs.pop("precision", PRECISION) not in (PRECISION, "fp32"):
             raise ConfigError("Int8Encoder runs int8; make a DenseEncoder for fp32, bf16 or auto")
         if kwargs.pop("fuse_cpu_linears", None):
@@ -87,7 +183,15 @@ class Int8Encoder(DenseEncoder):
         if self.device.type != "cpu":
             raise ConfigError(f"int8 encoding runs on the CPU only, not {self.device}")
         self.keep_fp32 = tuple(keep_fp32)
+        if engine is not None and engine not in available_engines():
+            raise ConfigError(f"int8 engine must be one of {', '.join(available_engines())}, got {engine!r}")
+        self._engine = engine
         self._int8: tuple[tuple, nn.Module] | None = None
+
+    @property
+    def engine(self) -> str:
+        """The int8 engine the copy is packed for: the one given, else the probe's choice."""
+        return self._engine or int8_engine_probe().choice
 
     @property
     def resolved_precision(self) -> str:
@@ -97,16 +201,17 @@ class Int8Encoder(DenseEncoder):
         key = _weights_key(self.model)
         if self._int8 is None or self._int8[0] != key:
             self._int8 = None  # free the stale copy before making the next
-            self._int8 = (key, int8_copy(self.model, self.keep_fp32))
+            self._int8 = (key, int8_copy(self.model, self.keep_fp32, self.engine))
         return self._int8[1]
 
 
-def int8_encoder(encoder: DenseEncoder, keep_fp32: Sequence[str] = ()) -> Int8Encoder:
+def int8_encoder(encoder: DenseEncoder, keep_fp32: Sequence[str] = (), engine: str | None = None) -> Int8Encoder:
     """`encoder`'s model, tokenizer and settings as an `Int8Encoder`."""
-    return Int8Encoder(encoder.model, encoder.tokenizer, keep_fp32=keep_fp32,
+    return Int8Encoder(encoder.model, encoder.tokenizer, keep_fp32=keep_fp32, engine=engine,
                        max_query_length=encoder.max_query_length, max_passage_length=encoder.max_passage_length,
                        batch_size=encoder.batch_size, device=encoder.device, show_progress=encoder.show_progress,
                        passage_format=encoder.passage_format)
 
 
-__all__ = ["FFN_OUTPUT", "Int8Encoder", "int8_copy", "int8_encoder", "quantised_linears"]
+__all__ = ["ENGINES", "EngineProbe", "FFN_OUTPUT", "Int8Encoder", "available_engines", "int8_copy", "int8_encoder",
+           "int8_engine_probe", "measure_int8_engines", "quantised_linears", "quantized_engine"]
