@@ -67,11 +67,16 @@ def available_engines() -> list[str]:
     return [e for e in ENGINES if e in torch.backends.quantized.supported_engines]
 
 
+def check_engine(engine: str) -> str:
+    if engine not in available_engines():
+        raise ConfigError(f"int8 engine must be one of {', '.join(available_engines())}, got {engine!r}")
+    return engine
+
+
 @contextlib.contextmanager
 def quantized_engine(engine: str) -> Iterator[None]:
     """Within the block, PyTorch packs quantised weights for `engine`."""
-    if engine not in available_engines():
-        raise ConfigError(f"int8 engine must be one of {', '.join(available_engines())}, got {engine!r}")
+    check_engine(engine)
     before = torch.backends.quantized.engine
     torch.backends.quantized.engine = engine
     try:
@@ -183,9 +188,7 @@ class Int8Encoder(DenseEncoder):
         if self.device.type != "cpu":
             raise ConfigError(f"int8 encoding runs on the CPU only, not {self.device}")
         self.keep_fp32 = tuple(keep_fp32)
-        if engine is not None and engine not in available_engines():
-            raise ConfigError(f"int8 engine must be one of {', '.join(available_engines())}, got {engine!r}")
-        self._engine = engine
+        self._engine = engine if engine is None else check_engine(engine)
         self._int8: tuple[tuple, nn.Module] | None = None
 
     @property
@@ -213,5 +216,5 @@ def int8_encoder(encoder: DenseEncoder, keep_fp32: Sequence[str] = (), engine: s
                        passage_format=encoder.passage_format)
 
 
-__all__ = ["ENGINES", "EngineProbe", "FFN_OUTPUT", "Int8Encoder", "available_engines", "int8_copy", "int8_encoder",
+__all__ = ["ENGINES", "EngineProbe", "FFN_OUTPUT", "Int8Encoder", "available_engines", "check_engine", "int8_copy", "int8_encoder",
            "int8_engine_probe", "measure_int8_engines", "quantised_linears", "quantized_engine"]
