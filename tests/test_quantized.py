@@ -1,4 +1,5 @@
-"""The int8 encoder for indexing (taser_lib.models.quantized) and `--precision int8` in `taser encode` / `taser index`."""
+"""The int8 encoder for indexing (taser_lib.models.quantized), its engine probe, and `--precision int8` in
+`taser encode` / `taser index`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Benchmark 1: passage encoding, `DenseEncoder.encode_passages` vs sentence-transformers' `SentenceTransformer.encode`.
 
 Same packaged model (its own mean pooling and L2 normalisation on both sides), same SQuAD-open passages given to
-both in the model's own convention (one "title text" string for the packaged default), same batch size and maximum length. All contenders are timed round-robin
-(core.interleaved) after one untimed warm-up call each on a small slice. Ours runs at the library's `auto`
-precision (`taser_lib.models.precision`: bf16 on CUDA, and on a CPU with native bf16 where a cached probe measured it
-faster; else fp32); sentence-transformers at its default float32. When auto means bf16, ours at fp32 runs too: the bf16 gain, and the minimum cosine of our
+both in the model's own convention (one "title text" string for the packaged default), same batch size and maximum
+length. All contenders are timed round-robin (core.interleaved) after one untimed warm-up call each on a small slice.
+Ours runs at the library's `auto` precision (`taser_lib.models.precision`: bf16 on CUDA, and on a CPU with native
+bf16 where a cached probe measured it faster; else fp32); sentence-transformers at its default float32. When auto means bf16, ours at fp32 runs too: the bf16 gain, and the minimum cosine of our
 bf16 vectors to our fp32 ones. On the CPU our fp32 encoder forced to PyTorch's stock kernels and to oneDNN's fused
 linears shows what fusing does on this machine (`taser_lib.models.fused`; ours at auto runs what its trial on
 the encoder's own batches chose, and the bench keeps that trial beside its own paired measurement). On the CPU our
