@@ -83,7 +83,8 @@ def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):
     xeon["meta"]["precision"] = {"native_bf16": True, "probe": {"choice": {"encode": "bf16", "train": "fp32"}}}
     xeon["meta"]["time_utc"] = "2025-02-02T00:00:00+00:00"
     write_result(xeon, bench / "machines" / "other")
-    write_result(_record("precision", {"int8_delta_points": {"R@20": -0.25}}, []), bench / "machines" / "other")
+    write_result(_record("precision", {"int8_delta_points": {"R@1": -0.9, "R@20": -0.25}}, []),
+                 bench / "machines" / "other")
     write_result(_record("training", {"default_precision": "bf16"}, []), bench / "machines" / "other")
     (bench / "machines" / "empty").mkdir()  # no records: no column
 
@@ -100,6 +101,7 @@ def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):
     assert other["encoding: our int8 (indexing) over sentence-transformers"] == "2.10x"
     assert some["encoding: our int8 (indexing) over sentence-transformers"] == "–"  # not measured there
     assert other["SQuAD-open test R@20, int8 - fp32"] == "-0.25 points"
+    assert other["SQuAD-open test R@1, int8 - fp32"] == "-0.90 points"
     assert some["search: faiss flat over numpy, SQuAD-open"] == "1.50x"
     assert other["search: faiss flat over numpy, SQuAD-open"] == "–"  # the other machine's run had no search
     assert other["measured on (days of its records)"] == "2025-01-01, 2025-02-02"

@@ -153,6 +153,7 @@ MACHINE_QUANTITIES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("encoding: our bf16 over our fp32", "encoding", ("bf16_over_fp32", "median"), "x"),
     ("encoding: our int8 (indexing) over sentence-transformers", "encoding", ("int8_speedup", "median"), "x"),
     ("encoding: our int8 (indexing) over ours at auto", "encoding", ("int8_over_auto", "median"), "x"),
+    ("SQuAD-open test R@1, int8 - fp32", "precision", ("int8_delta_points", "R@1"), "points"),
     ("SQuAD-open test R@20, int8 - fp32", "precision", ("int8_delta_points", "R@20"), "points"),
     ("SQuAD-open test R@20, bf16 - fp32", "precision", ("delta_points", "R@20"), "points"),
     ("training step: TASER bf16 over fp32", "training", ("bf16_speedup", "TASER", "median"), "x"),

@@ -10,12 +10,10 @@ CPU has them) and come back as float32. Embeddings, layer norms, softmax and poo
 
 Every linear is quantised by default. `keep_fp32` names linears to keep in float32, e.g. `FFN_OUTPUT`, the
 feed-forward output projection of every layer, whose inputs (the GELU activations) have a few large values that make
-a per-tensor activation scale coarse. Keeping it raises the vectors' cosine to fp32 but did not help retrieval:
-on SQuAD-open (3,526 passages, 2,192 test questions, the packaged MiniLM, questions at fp32; measured on a 2-core
-Xeon beside other jobs, one pass each) every linear at int8 gave R@1/5/20/100 of 58.03/84.22/93.84/98.22 against fp32's
-58.49/84.08/93.75/98.08 (minimum passage cosine 0.946) in 0.68 of fp32's time, and with the feed-forward outputs kept
-57.57/83.80/93.66/98.08 (cosine 0.968) in 0.93 of it. `taser bench --only encoding precision` measures both speed
-(timed round-robin) and R@K on the machine it runs on.
+a per-tensor activation scale coarse. Keeping it raised the vectors' cosine to fp32 but did not help retrieval: with
+x86's kernels, measured beside other jobs, one pass each, it gave R@1/5/20/100 of 57.57/83.80/93.66/98.08 (minimum
+passage cosine 0.968) in 0.93 of fp32's time, against 58.03/84.22/93.84/98.22 (cosine 0.946) in 0.68 of it with
+every linear at int8.
 
 int8 is for encoding a corpus to search: never for training (there is no backward through these kernels) and never
 for the book's verdicts. Where speed and recall trade off is a measurement, not a rule: the precision benchmark
@@ -23,10 +21,13 @@ reports int8's encoding speed-up over fp32 and over `auto`, and its R@1/5/20/100
 
 Which int8 kernels: PyTorch packs a quantised linear's weights for one engine (fbgemm, oneDNN, or "x86", its own
 pick between them) when the copy is made, and the packed weights run on that engine's kernels from then on. Which is
-fastest depends on the CPU (on a 2-core Xeon with AMX, one MiniLM batch took 0.51 s with oneDNN's kernels against
-0.63 s with fbgemm's and 0.66 s with x86's, measured beside other jobs), so `engine=None` (the default) takes the
-engine a short cached probe measured fastest on this machine (`int8_engine_probe`: one random BERT layer at the
-default model's width, the median of 5 rounds that time every engine in turn), as `auto` precision does.
+fastest depends on the CPU, so `engine=None` (the default) takes the engine a short cached probe measured fastest on
+this machine (`int8_engine_probe`: one random BERT layer at the default model's width, the median of 5 rounds that
+time every engine in turn), as `auto` precision does. The engines round differently, and speed is all the probe
+weighs. On a quiet 2-core Xeon with AMX (`taser bench --only precision`, SQuAD-open, questions at fp32) the probe
+chose oneDNN (13.8 ms against 16.9 for x86 and 17.0 for fbgemm): R@1/5/20/100 57.53/83.58/93.61/98.27 against fp32's
+58.49/84.08/93.75/98.08 in 0.59 of its time; packed for x86 the same corpus gave 58.03/84.22/93.84/98.22 in 0.78 of
+it. `engine="x86"` trades that speed for R@1.
 
 PyTorch deprecates eager-mode quantisation in favour of torchao; it still runs in the torch this project pins, and
 the warnings it prints on every conversion are silenced here, once, around the conversion.
