@@ -19,7 +19,9 @@ def register(subparsers) -> None:
                         f"{', '.join(OPT_IN)})")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--out", type=Path, default=None,
-                   help="folder for <name>.json (default results/bench, or results/bench-quick with --quick)")
+                   help="folder for <name>.json (default results/bench, or results/bench-quick with --quick; "
+                        "another machine's run: results/bench/machines/<machine>, a column of the performance "
+                        "page's per-machine table)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", default=None, help="data directory (default: $TASER_DATA_DIR)")
     p.add_argument("--mirror", default=None, help="offline data mirror (default: $TASER_DATA_MIRROR)")
