@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -768,15 +769,55 @@ _MISSING_HTML = re.compile(r"<td>(?:NaN|&lt;NA&gt;|None)</td>")
 _MISSING_TEXT = re.compile(r"(?<![\w.])(?:NaN|<NA>)(?![\w.])")
 
 
-def _scrub(text: str, html: bool = False) -> str:
+def _scrub(text: str, html: bool = False) -> tuple[str, int]:
+    """`text` without machine paths, and with "–" for each missing value; and how many values were missing."""
     text = _MACHINE_PATH.sub(r"\1", text)
-    return _MISSING_HTML.sub("<td>–</td>", text) if html else _MISSING_TEXT.sub("–", text)
+    return _MISSING_HTML.subn("<td>–</td>", text) if html else _MISSING_TEXT.subn("–", text)
 
 
-def _clean_outputs(outputs: list) -> list:
+# Why a page's tables have cells without a value (page -> one sentence): data, in book/missing_values.yaml. The book
+# shows the sentence under each table in which it put a "–".
+MISSING_VALUES_FILE = "book/missing_values.yaml"
+UNEXPLAINED_MISSING = "no value (the page does not say why)"
+
+
+def _read_yaml(path: Path) -> Any:
+    """The YAML data file `path` (None when empty); invalid YAML is a ConfigError naming the file and line."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+
+
+def load_missing_value_notes(root: str | os.PathLike) -> dict[str, str]:
+    """{page: why its tables have "–" cells} from book/missing_values.yaml (nothing when the file is absent). A
+    malformed file is a ConfigError naming the file, and the line or the page."""
+    path = Path(root) / MISSING_VALUES_FILE
+    if not path.is_file():
+        return {}
+    data = _read_yaml(path) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of page names to one sentence each")
+    for page, note in data.items():
+        if not isinstance(note, str) or not note.strip():
+            raise ConfigError(f"{path}: page '{page}': the note must be a non-empty sentence")
+    return {str(page): note.strip() for page, note in data.items()}
+
+
+def _missing_footnote(note: str | None, html: bool) -> str:
+    note = note or UNEXPLAINED_MISSING
+    if not html:
+        return f"\n– {note}"
+    return '\n<p class="missing-note">– ' + re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(note)) + "</p>\n"
+
+
+def _clean_outputs(outputs: list, missing_note: str | None = None) -> list:
     """A cell's outputs as the book shows them: no stderr (warnings, progress bars, logging), no widgets, no
     progress-bar debris or timers in stdout, no echoed path objects, no machine paths (a run folder shows as its
-    name), and "–" for a missing value."""
+    name), and "–" for a missing value, with `missing_note` (why the page's tables have cells without a value) under
+    a table that has one."""
     kept = []
     for out in outputs:
         if out.get("output_type") == "stream":
@@ -786,7 +827,7 @@ def _clean_outputs(outputs: list) -> list:
             text = "\n".join(line for line in text.split("\n") if not _TIMER_LINE.search(line))
             if not text.strip():
                 continue
-            out["text"] = _scrub(text)
+            out["text"] = _scrub(text)[0]
         elif out.get("output_type") in ("display_data", "execute_result"):
             data = out.get("data", {})
             if "application/vnd.jupyter.widget-view+json" in data and len(data) <= 2:  # a widget, or it and its text
@@ -798,7 +839,8 @@ def _clean_outputs(outputs: list) -> list:
             for kind in ("text/plain", "text/html"):
                 if kind in data:
                     value = "".join(data[kind]) if isinstance(data[kind], list) else data[kind]
-                    data[kind] = _scrub(value, html=kind == "text/html")
+                    value, n_missing = _scrub(value, html=kind == "text/html")
+                    data[kind] = value + (_missing_footnote(missing_note, kind == "text/html") if n_missing else "")
         kept.append(out)
     return kept
 
@@ -963,12 +1005,14 @@ def _claims_output(claims: pd.DataFrame) -> dict:
 
 def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None, dest: str | os.PathLike, *,
                   stale: str | None = None, meta: Mapping[str, Any] | None = None,
-                  claims: pd.DataFrame | None = None, preconditions: pd.DataFrame | None = None) -> None:
+                  claims: pd.DataFrame | None = None, preconditions: pd.DataFrame | None = None,
+                  missing_note: str | None = None) -> None:
     """Write the notebook page the book shows: the executed copy (else the source, with a note that it has not run),
     with the source's current cell tags (so `hide-input` set-up cells collapse), without stderr, warnings and
     progress bars, and, under its title, which run made it and, when `stale`, a warning saying why. `claims` (the
     page's claims judged now, `scorecard.notebook_claims`) opens the page as its verdict box and replaces the output
-    of the notebook's own `publish(...)` (or `notebook_claims(...)`) cell, which was judged when the notebook ran."""
+    of the notebook's own `publish(...)` (or `notebook_claims(...)`) cell, which was judged when the notebook ran.
+    `missing_note` (book/missing_values.yaml) says why its tables have cells without a value."""
     import nbformat
 
     source_nb = nbformat.read(str(source), as_version=4)
@@ -985,7 +1029,7 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
         if tags:
             cell.metadata["tags"] = tags
         if cell.cell_type == "code":
-            cell.outputs = _clean_outputs(cell.get("outputs", []))
+            cell.outputs = _clean_outputs(cell.get("outputs", []), missing_note)
             if claims is not None and executed is not None and _shows_claims(cell.source) \
                     and "import" not in cell.source:
                 cell.outputs = [_claims_output(claims)]
@@ -1163,12 +1207,7 @@ def load_paper_items(root: str | os.PathLike) -> tuple[dict[str, str], list[Pape
     path = Path(root) / PAPERS_FILE
     if not path.is_file():
         return {}, []
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    data = _read_yaml(path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of paper keys to {{title, items}}")
     titles, items = {}, []
@@ -1319,6 +1358,7 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
     _write_root_favicon(src / "_static" / "favicon.png", src / "_extra" / "favicon.ico")
     card = write_scorecard_page(results_root, src / "book" / "scorecard.md", root=root)  # every verdict, judged once
     pages: dict[str, PageVerdicts | None] = {}
+    missing_notes = load_missing_value_notes(root)
     if (root / "notebooks").is_dir():
         shutil.copytree(root / "notebooks", src / "notebooks", ignore=ignore)
         for source in find_notebooks(root):
@@ -1334,7 +1374,7 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
             else:
                 pages[source.stem] = None
             book_notebook(source, executed, src / "notebooks" / source.name, stale=stale, meta=meta, claims=claims,
-                          preconditions=preconditions)
+                          preconditions=preconditions, missing_note=missing_notes.get(source.stem))
     _write_ways_in(root, src, card, profiles_with_results(results_root), pages)
     write_runs_page(root, results_root, src / "book" / "runs.md", card)
 

@@ -105,6 +105,29 @@ def test_every_figure_cell_of_a_current_page_shows_its_figure():
     assert not undrawn, "cells that draw a figure but show none:\n" + "\n".join(undrawn)
 
 
+def test_every_missing_value_a_committed_page_shows_says_why():
+    """A table cell without a value shows as "–" (never NaN or <NA>), and the page's sentence in
+    book/missing_values.yaml says why under the table; a committed page whose tables have such cells needs one."""
+    from taser_book.reproduce import _clean_outputs, load_missing_value_notes
+
+    notes = load_missing_value_notes(REPO)
+    unexplained = []
+    for executed in sorted((REPO / "results").glob("*/*/notebook.ipynb")):
+        if executed.parts[-3] == "smoke":
+            continue
+        for index, cell in enumerate(nbformat.read(executed, as_version=4).cells):
+            if cell.cell_type != "code":
+                continue
+            shown = json.dumps(_clean_outputs(json.loads(json.dumps(cell.get("outputs", []))),
+                                              notes.get(executed.parent.name)), ensure_ascii=False)
+            if "missing-note" in shown and executed.parent.name not in notes:
+                unexplained.append(f"{executed.relative_to(REPO)} cell {index}")
+    assert not unexplained, ("tables with missing values and no sentence in book/missing_values.yaml saying why:\n"
+                             + "\n".join(unexplained))
+    stray = sorted(set(notes) - {p.stem for p in (REPO / "notebooks").glob("*.ipynb")})
+    assert not stray, f"book/missing_values.yaml names pages that do not exist: {stray}"
+
+
 def test_committed_results_stay_small_and_hold_no_weights():
     files = _committed_results()
     weights = [f for f in files if f.endswith(WEIGHT_SUFFIXES)]
@@ -559,7 +582,28 @@ def test_book_pages_drop_timers_paths_and_missing_value_marks():
                       "text/html": "<td>/tmp/x/runs/cache/retriever-0cde</td><td>NaN</td><td>&lt;NA&gt;</td>"}}
     echoed = {"output_type": "execute_result", "execution_count": 2, "metadata": {},
               "data": {"text/plain": "[PosixPath('../results/cpu/.staging/x/a.csv')]"}}
-    kept = _clean_outputs([stream, table, echoed])
+    kept = _clean_outputs(json.loads(json.dumps([stream, table, echoed])))
     assert len(kept) == 2 and kept[0]["text"].strip() == "questions compared: 500"
-    assert kept[1]["data"]["text/plain"] == "run  retriever-0cde  –"
-    assert kept[1]["data"]["text/html"] == "<td>retriever-0cde</td><td>–</td><td>–</td>"
+    assert kept[1]["data"]["text/plain"] == "run  retriever-0cde  –\n– no value (the page does not say why)"
+    assert kept[1]["data"]["text/html"].startswith("<td>retriever-0cde</td><td>–</td><td>–</td>\n")
+    # with the page's sentence from book/missing_values.yaml, under the table; a table without a gap gets none
+    kept = _clean_outputs(json.loads(json.dumps([table])), "DPR has no <routing>.")
+    assert kept[0]["data"]["text/plain"].endswith("\n– DPR has no <routing>.")
+    assert kept[0]["data"]["text/html"].endswith('<p class="missing-note">– DPR has no &lt;routing&gt;.</p>\n')
+    whole = {**table, "data": {"text/plain": "a  1", "text/html": "<td>1</td>"}}
+    assert _clean_outputs([whole], "DPR has no routing.")[0]["data"] == {"text/plain": "a  1", "text/html": "<td>1</td>"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("de_negatives: [a, b]\n", "page 'de_negatives': the note must be a non-empty sentence"),
+    ("- a\n", "expected a mapping of page names"),
+    ("a: 'unclosed\n", "missing_values.yaml:"),
+])
+def test_a_malformed_missing_values_file_is_a_located_error(tmp_path, text, message):
+    from taser_book.reproduce import load_missing_value_notes
+    from taser_lib.errors import ConfigError
+
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "missing_values.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_missing_value_notes(tmp_path)
