@@ -92,7 +92,7 @@ def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):
     table = machines_table(bench)
     assert list(table.columns) == ["Some CPU (2 cores)", "Other CPU (2 cores)"]
     some, other = table["Some CPU (2 cores)"], table["Other CPU (2 cores)"]
-    assert some["auto precision (first record that says)"] == "fp32 (no native bf16)"
+    assert some["auto precision (first record that says)"] == "fp32 (no native bf16 on this CPU)"
     assert other["auto precision (first record that says)"] == "encode bf16, train fp32 (probe)"
     assert some["training: the precision it ran at (auto)"] == "–"
     assert other["training: the precision it ran at (auto)"] == "bf16"

@@ -73,16 +73,25 @@ def machine_line(results: Iterable[dict[str, Any]]) -> str:
         where = (f"{device.get('name')} ({device.get('cores')} cores, {device.get('torch_threads')} torch threads)"
                  if device.get("type") == "cpu" else str(device.get("name")))
         line = f"machine: {where}, torch {meta.get('versions', {}).get('torch')}"
-        probe = precision.get("probe")
-        if probe:
-            speed = ", ".join(f"{p} {x:.2f}x" for p, x in probe["speedup"].items())
-            line += (f"; auto precision: encode {probe['choice']['encode']}, train {probe['choice']['train']} "
-                     f"(measured bf16 over fp32: {speed})")
-        elif precision:
-            line += "; auto precision: fp32 (no native bf16 on this CPU)" if not precision.get("native_bf16") \
-                else "; auto precision: not resolved"
+        choice = auto_choice(precision)
+        if choice:
+            line += f"; auto precision: {choice}"
+        if precision.get("probe"):
+            speed = ", ".join(f"{p} {x:.2f}x" for p, x in precision["probe"]["speedup"].items())
+            line += f" (measured bf16 over fp32: {speed})"
         return line
     return "machine: (no results)"
+
+
+def auto_choice(precision: dict[str, Any]) -> str | None:
+    """What `auto` chose, from a result's `meta["precision"]`: "encode bf16, train fp32" (the probe's choice),
+    "fp32 (no native bf16 on this CPU)", "not resolved"; None when the record does not say."""
+    if precision.get("probe"):
+        choice = precision["probe"]["choice"]
+        return f"encode {choice['encode']}, train {choice['train']}"
+    if precision:
+        return "fp32 (no native bf16 on this CPU)" if not precision.get("native_bf16") else "not resolved"
+    return None
 
 
 def format_table(results: Iterable[dict[str, Any]]) -> str:

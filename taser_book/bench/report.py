@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import load_results, summary_rows
+from . import auto_choice, load_results, summary_rows
 
 # benchmark -> the targeted quantities whose spread over rounds the page shows: (label, path into "measured")
 SPREADS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
@@ -181,11 +181,9 @@ def _auto_choice(results: Sequence[dict[str, Any]]) -> str:
     """What `auto` chose on the machine, for encoding and training, from the first record that says."""
     for result in results:
         precision = result["meta"].get("precision") or {}
-        if precision.get("probe"):
-            choice = precision["probe"]["choice"]
-            return f"encode {choice['encode']}, train {choice['train']} (probe)"
-        if precision and not precision.get("native_bf16"):
-            return "fp32 (no native bf16)"
+        choice = auto_choice(precision)
+        if choice and choice != "not resolved":
+            return choice + (" (probe)" if precision.get("probe") else "")
     return "–"
 
 
