@@ -106,3 +106,19 @@ def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):
     assert other["search: faiss flat over numpy, SQuAD-open"] == "–"  # the other machine's run had no search
     assert other["measured on (days of its records)"] == "2025-01-01, 2025-02-02"
     assert machines_table(tmp_path / "none").empty
+
+
+def test_a_benchmark_under_a_onednn_isa_cap_says_so(tmp_path, monkeypatch):
+    from taser_book.bench import machine_line
+    from taser_book.bench.core import describe_device
+
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert "isa_limit" not in describe_device("cpu")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_bf16")
+    assert describe_device("cpu")["isa_limit"] == "AVX512_CORE_BF16"
+    capped = _record("encoding", {"speedup": _spread(1.4)}, [])
+    capped["meta"]["device"]["isa_limit"] = "AVX512_CORE_BF16"
+    write_result(capped, tmp_path / "bench")
+    assert list(machines_table(tmp_path / "bench").columns) == ["Some CPU (2 cores, oneDNN capped at AVX512_CORE_BF16)"]
+    assert "oneDNN capped at AVX512_CORE_BF16" in machine_line([capped])

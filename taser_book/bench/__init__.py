@@ -70,7 +70,8 @@ def machine_line(results: Iterable[dict[str, Any]]) -> str:
     for result in results:
         meta = result.get("meta", {})
         device, precision = meta.get("device", {}), meta.get("precision") or {}
-        where = (f"{device.get('name')} ({device.get('cores')} cores, {device.get('torch_threads')} torch threads)"
+        cap = f", oneDNN capped at {device['isa_limit']}" if device.get("isa_limit") else ""
+        where = (f"{device.get('name')} ({device.get('cores')} cores, {device.get('torch_threads')} torch threads{cap})"
                  if device.get("type") == "cpu" else str(device.get("name")))
         line = f"machine: {where}, torch {meta.get('versions', {}).get('torch')}"
         choice = auto_choice(precision)

@@ -173,8 +173,10 @@ def machine_folders(bench_dir: str | os.PathLike) -> list[Path]:
 
 def _machine_label(results: Sequence[dict[str, Any]]) -> str:
     device = results[0]["meta"].get("device", {})
-    return f"{device.get('name')} ({device.get('cores')} cores)" if device.get("type") == "cpu" \
-        else str(device.get("name"))
+    if device.get("type") != "cpu":
+        return str(device.get("name"))
+    cap = f", oneDNN capped at {device['isa_limit']}" if device.get("isa_limit") else ""
+    return f"{device.get('name')} ({device.get('cores')} cores{cap})"
 
 
 def _auto_choice(results: Sequence[dict[str, Any]]) -> str:
