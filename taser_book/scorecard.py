@@ -48,7 +48,7 @@ from .claims import (Claim, Comparison, claims_dir, evaluate, find_root, load_cl
 from taser_lib.errors import ConfigError, TaserError
 from taser_lib.io import atomic_write_text
 from taser_lib.meta import run_metadata
-from .results import META_NAME, PROFILE_ORDER, load_result, save_result
+from .results import META_NAME, PROFILE_ORDER, load_result, read_meta, save_result
 from .results import stale_reason as _recorded_stale_reason
 
 PLANNED, NOT_RUN, HOLDS, FAILS, WITHIN_NOISE, ERROR = "planned", "not run", "holds", "fails", "within noise", "error"
@@ -162,6 +162,14 @@ class _Tables:
             folder = self.folder(notebook)
             self.stale_cache[notebook] = stale_reason(folder, self.root) if (folder / META_NAME).is_file() else None
         return self.stale_cache[notebook]
+
+    def machine(self, notebook: str) -> str | None:
+        """The machine this notebook's result was made on (its meta's hardware summary), or None when unrecorded."""
+        folder = self.folder(notebook)
+        meta = read_meta(folder) if (folder / META_NAME).is_file() else None
+        if not meta:
+            return None
+        return (meta.get("hardware") or {}).get("summary") or None
 
 
 class _Problem(Exception):
@@ -539,6 +547,16 @@ def _judge(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[s
                                f"premise '{name}' holds on {pre.notebook}'s result, but the result of "
                                f"{' and '.join(old)} is stale, so the two may not come from the same runs",
                                observed=f"needs {name} on a current result")
+            # and only if both were made on one machine: a run cache does not travel, so a teacher of the same
+            # recipe trained on another machine is another model (machines sold under one name may still differ;
+            # a page that can measures the premise on its own runs, as a precondition of its claims file)
+            made_on = {nb: tables.machine(nb) for nb in (claim.notebook, pre.notebook)}
+            if None not in made_on.values() and made_on[claim.notebook] != made_on[pre.notebook]:
+                return Verdict(NOT_TESTABLE, _ours(claim, tables, root),
+                               f"premise '{name}' holds on {pre.notebook}'s result, made on {made_on[pre.notebook]}, "
+                               f"but {claim.notebook}'s was made on {made_on[claim.notebook]}: its runs (its teacher) "
+                               "are not the ones the premise was measured on",
+                               observed=f"needs {name} on this machine's runs")
         if verdict.status == HOLDS:
             continue
         reason = _unmet_reason(name, pre, verdict)

@@ -371,6 +371,35 @@ def test_a_premise_from_another_page_counts_only_while_both_results_are_current(
     assert verdict.status == NOT_TESTABLE and "result of b is stale" in verdict.detail
 
 
+def test_a_premise_from_another_page_counts_only_for_results_made_on_one_machine(tmp_path):
+    """A run cache does not travel: a teacher of the same recipe trained on another machine is another model, so a
+    premise measured on a page made elsewhere does not carry over."""
+    import json
+
+    premise = _claim("K-premise", [])
+    dependent = _claim("K-dependent", ["K-premise"])
+    root = make_repo(tmp_path, {"a": premise, "b": dependent}, notebooks=("a", "b"))
+    b = np.random.default_rng(5).random(30)
+    for nb in ("a", "b"):
+        keys = [f"q{i}" for i in range(30)]
+        publish(root, "cpu", nb, "per_query", pd.DataFrame(
+            {"model": ["a"] * 30 + ["b"] * 30, "query_id": keys * 2, "value": np.concatenate([b + 0.2, b])}))
+        publish(root, "cpu", nb, "summary", pd.DataFrame({"model": ["a", "b"], "value": [b.mean() + 0.2, b.mean()]}))
+
+    def made_on(nb, summary):
+        path = root / "results" / "cpu" / nb / "meta.json"
+        meta = json.loads(path.read_text())
+        path.write_text(json.dumps({**meta, "hardware": {**meta.get("hardware", {}), "summary": summary}}))
+
+    made_on("a", "AMD EPYC (2 cores)")
+    made_on("b", "AMD EPYC (2 cores)")
+    assert judge(root)["K-dependent"].status == HOLDS
+    made_on("b", "Intel(R) Xeon(R) Processor (2 cores)")
+    verdict = judge(root)["K-dependent"]
+    assert verdict.status == NOT_TESTABLE and "made on AMD EPYC (2 cores)" in verdict.detail
+    assert "b's was made on Intel(R) Xeon(R) Processor (2 cores)" in verdict.detail
+
+
 def test_a_listed_group_without_results_is_named_in_the_verdict(tmp_path):
     claims = PAIRED.replace("    test: a > b\n", "    test: a > b\n    over: dataset\n    groups: [here, elsewhere]\n")
     root = make_repo(tmp_path, {"nb": claims}, notebooks=("nb",))
