@@ -57,6 +57,10 @@ file, the line and the field):
         test: zero_shot < 90
         over: dataset              # a precondition per value of the claim's own `over` column excludes only the
                                    # values where it does not hold
+        reads_trained_runs: false  # optional (default true): it reads no trained run (an untrained model on fixed
+                                   # data), so a claim of another page may rely on it whichever machine made either
+                                   # result; a premise that reads trained runs (a teacher) counts on another page only
+                                   # when both results were made on one machine (a run cache does not travel)
 
 The noise table holds one row per key for each quantity (several rows with the same key are averaged, e.g. the
 seeds of one query). The verdict's direction is that of the means the test uses (per key), never of a pooled number
@@ -71,7 +75,7 @@ import operator
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +94,7 @@ _QUANTITY_KEYS = ("notebook", "table", "column", "aggregate")  # in a quantity: 
 _CLAIM_REQUIRED = ("id", "paper", "where", "statement", "paper_numbers", "table", "quantities", "test")
 _CLAIM_OPTIONAL = ("column", "over", "groups", "noise", "requires", "paper_values", "unit")
 _PRECONDITION_REQUIRED = ("statement", "table", "quantities", "test")
-_PRECONDITION_OPTIONAL = ("column", "over", "groups", "noise", "unit")
+_PRECONDITION_OPTIONAL = ("column", "over", "groups", "noise", "unit", "reads_trained_runs")
 _NOISE_REQUIRED = ("key", "test", "compare")
 _NOISE_OPTIONAL = ("table", "column", "alpha", "quantities", "margin", "method")
 _FILE_KEYS = ("claims", "metrics", "preconditions")
@@ -162,6 +166,8 @@ class Claim:
     requires: tuple[str, ...] = ()  # preconditions (this file's `preconditions`, or other claims' ids) that must hold
     paper_values: Mapping[str, Any] | None = None  # the paper's number per quantity (effect ratio, delta RI), or
                                                     # per value of `over` such a mapping
+    reads_trained_runs: bool = True  # a premise read by another page holds there only for results of one machine's
+                                     # runs; False: it reads no trained run (an untrained model on fixed data)
 
     def paper_values_for(self, group: str | None) -> Mapping[str, float] | None:
         """The paper's numbers that apply to one value of `over` (None: the paper gives none for it)."""
@@ -543,7 +549,10 @@ def _precondition(check: _Checker, name: Any, raw: Any, notebook: str, container
     for key in _PRECONDITION_REQUIRED:
         if key not in raw:
             check.fail(raw, None, f"{label}.{key}", "is missing")
-    return _claim(check, body, 0, notebook, None, container)
+    trained = body.pop("reads_trained_runs", True)
+    if not isinstance(trained, bool):
+        check.fail(raw, "reads_trained_runs", f"{label}.reads_trained_runs", "must be true or false")
+    return replace(_claim(check, body, 0, notebook, None, container), reads_trained_runs=trained)
 
 
 def load_papers(claims_dir: str | os.PathLike) -> dict[str, str]:

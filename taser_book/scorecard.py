@@ -551,7 +551,8 @@ def _judge(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[s
             # recipe trained on another machine is another model (machines sold under one name may still differ;
             # a page that can measures the premise on its own runs, as a precondition of its claims file)
             made_on = {nb: tables.machine(nb) for nb in (claim.notebook, pre.notebook)}
-            if None not in made_on.values() and made_on[claim.notebook] != made_on[pre.notebook]:
+            if pre.reads_trained_runs and None not in made_on.values() \
+                    and made_on[claim.notebook] != made_on[pre.notebook]:
                 return Verdict(NOT_TESTABLE, _ours(claim, tables, root),
                                f"premise '{name}' holds on {pre.notebook}'s result, made on {made_on[pre.notebook]}, "
                                f"but {claim.notebook}'s was made on {made_on[claim.notebook]}: its runs (its teacher) "

@@ -181,6 +181,8 @@ claims:
     (GOOD.replace("    where: Table 1\n", "    where: Table 1\n    where: Table 2\n"), 5, "where", "twice"),
     (GOOD.replace("test: a > b", "test: a > b\n  - {"), None, None, "invalid YAML"),
     ("claims: {id: X}\n", 1, "claims", "must be a list"),
+    ("preconditions:\n  p:\n    statement: s\n    table: t\n    quantities: {a: {model: a}}\n    test: a > 1\n"
+     "    reads_trained_runs: sometimes\n" + GOOD, 7, "preconditions.p.reads_trained_runs", "true or false"),
 ])
 def test_a_bad_claim_names_file_line_and_field(tmp_path, text, line, field, message):
     root = make_repo(tmp_path, {"nb": text})

@@ -400,6 +400,35 @@ def test_a_premise_from_another_page_counts_only_for_results_made_on_one_machine
     assert "b's was made on Intel(R) Xeon(R) Processor (2 cores)" in verdict.detail
 
 
+def test_a_precondition_that_reads_no_trained_run_carries_over_between_machines(tmp_path):
+    import json
+
+    untrained = """\
+preconditions:
+  below-ceiling:
+    statement: the untrained model is below the ceiling
+    table: summary
+    quantities:
+      b: {model: b}
+    test: b < 0.9
+    reads_trained_runs: false
+claims: []
+"""
+    root = make_repo(tmp_path, {"a": untrained, "b": _claim("K-dependent", ["below-ceiling"])}, notebooks=("a", "b"))
+    b = np.random.default_rng(5).random(30) * 0.5
+    for nb, machine in (("a", "AMD EPYC (2 cores)"), ("b", "Intel(R) Xeon(R) Processor (2 cores)")):
+        keys = [f"q{i}" for i in range(30)]
+        publish(root, "cpu", nb, "per_query", pd.DataFrame(
+            {"model": ["a"] * 30 + ["b"] * 30, "query_id": keys * 2, "value": np.concatenate([b + 0.2, b])}))
+        publish(root, "cpu", nb, "summary", pd.DataFrame({"model": ["a", "b"], "value": [b.mean() + 0.2, b.mean()]}))
+        path = root / "results" / "cpu" / nb / "meta.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "hardware": {"summary": machine}}))
+    assert judge(root)["K-dependent"].status == HOLDS
+    flipped = untrained.replace("    reads_trained_runs: false\n", "")
+    (root / "notebooks" / "claims" / "a.yaml").write_text(flipped)
+    assert judge(root)["K-dependent"].status == NOT_TESTABLE
+
+
 def test_a_listed_group_without_results_is_named_in_the_verdict(tmp_path):
     claims = PAIRED.replace("    test: a > b\n", "    test: a > b\n    over: dataset\n    groups: [here, elsewhere]\n")
     root = make_repo(tmp_path, {"nb": claims}, notebooks=("nb",))
