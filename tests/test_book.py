@@ -194,6 +194,22 @@ def test_visible_cells_are_short_calls():
     assert not long, "visible cells longer than a short call:\n" + "\n".join(long)
 
 
+RESHAPING = re.compile(r"\.(pivot_table|pivot|assign|map|groupby|agg|drop|rename|set_index|reset_index|melt|round|div|"
+                       r"query|sort_values|apply|isin)\(|\[[^\]]*==")
+
+
+def test_visible_cells_do_not_reshape_tables():
+    """Reshaping and labelling live in library helpers (`taser_book.tables.wide` and the page's own modules): a
+    visible cell calls one and shows its result, so a reader sees the argument, not pandas."""
+    found = []
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            tags = set(cell.metadata.get("tags", []))
+            if cell.cell_type == "code" and not tags & {"hide-input", "remove-input", "remove-cell"}:
+                found += [f"{path.name} cell {i}: {m.group(0)}" for m in RESHAPING.finditer(cell.source)]
+    assert not found, "visible cells reshape tables:\n" + "\n".join(found)
+
+
 # ------------------------------------------------------------------------------------------------ the pages
 
 def _executed(tmp_path, outputs_by_cell):

@@ -84,9 +84,11 @@ def _walk(record: dict[str, Any], path: Sequence[str]) -> Any:
 
 
 def spread_table(results: Iterable[dict[str, Any]],
-                 spreads: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None) -> pd.DataFrame:
+                 spreads: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None,
+                 digits: int | None = 3) -> pd.DataFrame:
     """benchmark, quantity, median, q1, q3, min, max, n of every quantity in `spreads` (default SPREADS) that the
-    records hold (one a benchmark does not measure, e.g. stock kernels on a GPU, is left out)."""
+    records hold (one a benchmark does not measure, e.g. stock kernels on a GPU, is left out), rounded to
+    `digits` (None: as measured)."""
     found = by_name(results)
     rows = []
     for name, quantities in (SPREADS if spreads is None else spreads).items():
@@ -97,7 +99,8 @@ def spread_table(results: Iterable[dict[str, Any]],
             if not isinstance(value, dict):
                 continue
             rows.append({"benchmark": name, "quantity": label, **{k: value.get(k) for k in SPREAD_KEYS}})
-    return pd.DataFrame(rows, columns=["benchmark", "quantity", *SPREAD_KEYS])
+    table = pd.DataFrame(rows, columns=["benchmark", "quantity", *SPREAD_KEYS])
+    return table.round(digits) if digits is not None else table
 
 
 def _listed(value: Any) -> str:

@@ -69,6 +69,15 @@ def usage_table(runs: Mapping[str, Sequence[Any]], metrics: Sequence[str] = USAG
     return pd.DataFrame(rows, columns=["model", "seed", "metric", "value", "device", "memory", "run"])
 
 
+def memory_table(usage: pd.DataFrame, metrics: Sequence[str] = ("start_bytes", "peak_bytes", "peak_growth_bytes"),
+                 digits: int = 2) -> pd.DataFrame:
+    """`usage_table`'s memory rows as the page shows them: one row per seed and model (in training order), one column
+    per metric, in GiB."""
+    rows = usage[usage["metric"].isin(metrics)]
+    table = rows.pivot_table(index=["seed", "model"], columns="metric", values="value", aggfunc="first", sort=False)
+    return (table / 2 ** 30).round(digits).rename(columns=lambda c: c.replace("_bytes", " (GiB)").replace("_", " "))
+
+
 def training_state_bytes(model: torch.nn.Module, optimizer_dtype: torch.dtype | None = None,
                          master_dtype: torch.dtype = torch.float32) -> dict[str, int]:
     """Bytes training holds between steps, from the model alone (module docstring): `parameters` (all, as stored),

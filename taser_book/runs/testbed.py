@@ -267,3 +267,13 @@ def probe_display(gaps: pd.DataFrame, training: pd.DataFrame | None = None, digi
         for name, label in ((CA, "CA step"), (DE, "DE step")):
             out[label] = [int(steps.loc[(s, sd), name]) for s, sd in zip(out["setting"], out["seed"])]
     return out
+
+
+def probe_questions(training: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """(dataset, n_train label) -> the number of questions its runs trained on, for `plot_probe_gap`."""
+    return {(row.dataset, row.n_train): row["train questions"] for _, row in training.iterrows()}
+
+
+def probe_training_table(training: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    """`probe_training` as the page shows it: the setting stands for dataset, size and start."""
+    return training.drop(columns=["dataset", "n_train", "start"]).round(digits)
