@@ -35,6 +35,7 @@ import html
 import math
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -759,22 +760,64 @@ def _resolve(claims: Sequence[Claim] | None, root: str | os.PathLike | None) -> 
     return (load_claims(folder) if folder is not None and folder.is_dir() else ()), root
 
 
+PARALLEL_FROM = 24  # claims: from this many, the verdicts are judged on every core (the paired randomisation tests
+                   # dominate `taser book`: about 0.7 s each over a few thousand questions)
+
+
+def _judge_part(claims: Sequence[Claim], results_root: Path, profiles: Sequence[str], root: Path | None,
+                registry: Mapping[str, Claim]) -> dict[tuple[str, str], Verdict]:
+    """The verdicts on `claims` in each profile, reading each profile's tables once."""
+    tables = {p: _Tables(results_root / p, root=root) for p in profiles}
+    return {(claim.id, p): evaluate_claim(claim, results_root / p, root=root, tables=tables[p], registry=registry)
+            for claim in claims for p in profiles}
+
+
+def _judge_all(claims: Sequence[Claim], results_root: Path, profiles: Sequence[str], root: Path | None,
+               registry: Mapping[str, Claim], workers: int | None) -> dict[tuple[str, str], Verdict]:
+    """Every claim's verdict in every profile, on `workers` processes (None: every core once there are
+    PARALLEL_FROM claims, else one). Each process takes whole notebooks, so it reads a page's tables once; every
+    test is seeded, so the verdicts do not depend on how the claims are shared out."""
+    if workers is None:
+        workers = (os.cpu_count() or 1) if len(claims) >= PARALLEL_FROM else 1
+    by_page: dict[str, list[Claim]] = {}
+    for claim in claims:
+        by_page.setdefault(claim.notebook, []).append(claim)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    workers = max(1, min(workers, len(by_page)))
+    # fork (Linux): the workers inherit the loaded claims and modules and never re-run the caller's script, as spawn
+    # would; they run numpy and scipy only. Elsewhere, or if the pool breaks, one process judges everything.
+    if workers == 1 or not sys.platform.startswith("linux"):
+        return _judge_part(claims, results_root, profiles, root, registry)
+    parts: list[list[Claim]] = [[] for _ in range(workers)]
+    for page in sorted(by_page, key=lambda k: -len(by_page[k])):  # the largest pages first, each to the least loaded
+        min(parts, key=len).extend(by_page[page])
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            done = pool.map(_judge_part, parts, *([x] * workers for x in (results_root, profiles, root, registry)))
+            return {key: verdict for part in done for key, verdict in part.items()}
+    except (BrokenProcessPool, OSError):
+        return _judge_part(claims, results_root, profiles, root, registry)
+
+
 def build_scorecard(results_root: str | os.PathLike, claims: Sequence[Claim] | None = None, *,
-                    root: str | os.PathLike | None = None) -> pd.DataFrame:
+                    root: str | os.PathLike | None = None, workers: int | None = None) -> pd.DataFrame:
     """One row per claim: id, paper, where, claim, paper's numbers, notebook, then `ours (<profile>)`,
     `verdict (<profile>)`, `detail (<profile>)` and `stale (<profile>)` for each profile with results (a single
-    unlabelled set when none has any). `root`: the repository root (default: found from the working directory)."""
+    unlabelled set when none has any). `root`: the repository root (default: found from the working directory).
+    `workers`: processes judging the claims (`_judge_all`; None: every core for a full claims set)."""
     claims, root = _resolve(claims, root)
     registry = _registry(claims, root)
-    profiles = profiles_with_results(results_root)
-    tables = {p: _Tables(Path(results_root) / p, root=root) for p in profiles or [""]}
+    profiles = profiles_with_results(results_root) or [""]
+    verdicts = _judge_all(claims, Path(results_root), profiles, root, registry, workers)
     rows = []
     for claim in claims:
         row = {"id": claim.id, "paper": claim.paper, "where": claim.where, "claim": claim.statement,
                "paper's numbers": claim.paper_numbers, "notebook": claim.notebook}
-        for profile in profiles or [""]:
-            verdict = evaluate_claim(claim, Path(results_root) / profile, root=root, tables=tables[profile],
-                                     registry=registry)
+        for profile in profiles:
+            verdict = verdicts[claim.id, profile]
             suffix = f" ({profile})" if profile else ""
             row.update({f"ours{suffix}": verdict.ours, f"verdict{suffix}": verdict.status,
                         f"shown{suffix}": verdict.short, f"detail{suffix}": verdict.detail,

@@ -568,3 +568,14 @@ def test_committed_results_give_every_claim_a_verdict(meta):
     table = notebook_claims(meta.parent.name, meta.parent)
     errors = table[table["verdict"].astype(str).str.startswith(ERROR)]
     assert errors.empty, errors[["id", "detail"]].to_string()
+
+
+def test_judging_on_several_processes_gives_the_same_scorecard(directions):
+    """`taser book` judges the claims of different pages in parallel; the verdicts must not depend on it."""
+    (directions / "notebooks" / "claims" / "extra.yaml").write_text(GOOD.replace("X-1", "E-1"))
+    write_notebook(directions / "notebooks" / "extra.ipynb", "pass")
+    publish(directions, "cpu", "extra", "t", pd.DataFrame({"model": ["a", "b"], "value": [2.0, 1.0]}))
+    serial = build_scorecard(directions / "results", root=directions, workers=1)
+    parallel = build_scorecard(directions / "results", root=directions, workers=2)
+    pd.testing.assert_frame_equal(serial, parallel)
+    assert set(serial["notebook"]) >= {"extra"} and serial["notebook"].nunique() >= 2
