@@ -33,10 +33,13 @@ from __future__ import annotations
 
 import html
 import math
+import multiprocessing
 import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -782,10 +785,6 @@ def _judge_all(claims: Sequence[Claim], results_root: Path, profiles: Sequence[s
     by_page: dict[str, list[Claim]] = {}
     for claim in claims:
         by_page.setdefault(claim.notebook, []).append(claim)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
     workers = max(1, min(workers, len(by_page)))
     # fork (Linux): the workers inherit the loaded claims and modules and never re-run the caller's script, as spawn
     # would; they run numpy and scipy only. Elsewhere, or if the pool breaks, one process judges everything.
