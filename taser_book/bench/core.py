@@ -19,7 +19,7 @@ import torch
 
 from taser_lib.meta import run_metadata
 from taser_lib.models.fused import fusion_record
-from taser_lib.models.precision import precision_record
+from taser_lib.models.precision import isa_limit, precision_record
 from .config import BenchConfig
 
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -154,20 +154,6 @@ def describe_device(device: str | torch.device) -> dict[str, Any]:
     if isa_cap:
         described["isa_limit"] = isa_cap
     return described
-
-
-ISA_LIMIT_ENVS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
-
-
-def isa_limit() -> str | None:
-    """The instruction-set cap oneDNN (torch's CPU kernels for bf16, int8 and fused ops) runs under, when the
-    environment sets one: `ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16` on a CPU with AMX makes it a CPU without AMX (its bf16
-    matmuls then run at about half fp32's speed), so a benchmark can measure another CPU's precision choice. None when
-    unset."""
-    for env in ISA_LIMIT_ENVS:
-        if os.environ.get(env):
-            return os.environ[env].strip().upper()
-    return None
 
 
 def _cpu_name() -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -47,7 +48,9 @@ NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 PURPOSES = ("encode", "train")
 MIN_SPEEDUP = 1.1    # bf16 must be this much faster than fp32 to be chosen: a tie would cost accuracy for nothing
 MIN_COSINE = 0.999   # the bench's quality bar: bf16 outputs against fp32's
-PROBE_VERSION = 1    # part of the cache key: a changed probe measures again
+PROBE_VERSION = 2    # part of the cache key: a changed probe measures again (2: fp32 and bf16 timed in turns)
+ISA_LIMIT_ENVS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+BUSY_LOAD = 0.5      # a probe started with more than this many other runnable processes per core is not cached
 PROBE_FILE = "precision-probe.json"
 
 
@@ -110,6 +113,13 @@ class PrecisionProbe:
     machine: str
     seconds: dict[str, dict[str, float]]  # {"encode": {"fp32": s, "bf16": s}, "train": {...}}
     cosine: float
+    load_per_core: float | None = None    # the 1-minute load average per core when it started
+
+    @property
+    def busy(self) -> bool:
+        """Started on a busy machine (other work on the cores): its times may not hold on a quiet one, so it is
+        used for this process but not cached."""
+        return self.load_per_core is not None and self.load_per_core > BUSY_LOAD
 
     def speedup(self, purpose: str) -> float:
         """fp32 seconds over bf16 seconds: above 1, bf16 is faster."""
@@ -122,19 +132,40 @@ class PrecisionProbe:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "speedup": {p: round(self.speedup(p), 3) for p in self.seconds},
-                "choice": {p: self.choice(p) for p in self.seconds}}
+                "choice": {p: self.choice(p) for p in self.seconds}, "busy": self.busy}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PrecisionProbe":
+        load = data.get("load_per_core")
         return cls(str(data["machine"]), {p: {k: float(v) for k, v in t.items()} for p, t in data["seconds"].items()},
-                   float(data["cosine"]))
+                   float(data["cosine"]), None if load is None else float(load))
+
+
+def isa_limit() -> str | None:
+    """The instruction-set cap oneDNN (torch's CPU kernels for bf16, int8 and fused ops) runs under, when the
+    environment sets one: `ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16` on a CPU with AMX makes it a CPU without AMX (its bf16
+    matmuls then run at about half fp32's speed). None when unset."""
+    for env in ISA_LIMIT_ENVS:
+        if os.environ.get(env):
+            return os.environ[env].strip().upper()
+    return None
 
 
 def machine_key() -> str:
-    """What a probe's answer depends on: the CPU model, its cores, the threads torch uses, torch's version."""
+    """What a probe's answer depends on: the CPU model, its cores, the threads torch uses, torch's version and
+    oneDNN's instruction-set cap (a capped AMX CPU is another CPU for bf16)."""
     cpu = machine_description()
+    cap = isa_limit()
     return (f"{cpu['cpu']} | {cpu['cpu_cores']} cores | {torch.get_num_threads()} threads | torch {torch.__version__}"
-            f" | probe {PROBE_VERSION}")
+            + (f" | oneDNN <= {cap}" if cap else "") + f" | probe {PROBE_VERSION}")
+
+
+def load_per_core() -> float | None:
+    """The 1-minute load average per core (None where the OS has none): how busy the machine is."""
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (AttributeError, OSError):
+        return None
 
 
 def probe_cache_path(file: str = PROBE_FILE) -> Path:
@@ -146,7 +177,8 @@ def measure_cpu_precision(*, hidden: int = 384, layers: int = 1, heads: int = 12
                           timer: Callable[[], float] = time.perf_counter) -> PrecisionProbe:
     """Time `layers` random BERT layers of the default model's width on the CPU, fp32 against bf16: encoding (a bf16
     copy, forward only, as `DenseEncoder` runs) and training (fp32 weights under bf16 autocast, forward and
-    backward, as the training loop runs); the median of `repeats` after one warm-up each."""
+    backward, as the training loop runs); after one warm-up each, the two precisions take turns `repeats` times
+    (fp32, bf16, fp32, ...), so that load which comes and goes slows both alike; the median of each."""
     from transformers import BertConfig, BertModel
 
     generator = torch.Generator().manual_seed(0)
@@ -157,36 +189,44 @@ def measure_cpu_precision(*, hidden: int = 384, layers: int = 1, heads: int = 12
         model = BertModel(config, add_pooling_layer=False)
     ids = torch.randint(0, config.vocab_size, (batch, length), generator=generator)
 
-    def timed(step: Callable[[], Any]) -> float:
-        step()
-        times = []
-        for _ in range(repeats):
-            start = timer()
+    def timed(steps: dict[str, Callable[[], Any]]) -> dict[str, float]:
+        for step in steps.values():
             step()
-            times.append(timer() - start)
-        return statistics.median(times)
+        times: dict[str, list[float]] = {name: [] for name in steps}
+        for _ in range(repeats):
+            for name, step in steps.items():
+                start = timer()
+                step()
+                times[name].append(timer() - start)
+        return {name: statistics.median(t) for name, t in times.items()}
 
+    load = load_per_core()
     outputs: dict[str, torch.Tensor] = {}
-    seconds: dict[str, dict[str, float]] = {"encode": {}, "train": {}}
     low = {"fp32": model.eval(), "bf16": BertModel(config, add_pooling_layer=False).eval()}
     low["bf16"].load_state_dict(model.state_dict())
     low["bf16"].to(torch.bfloat16)
-    for name, net in low.items():
-        def encode(net=net, name=name):
+    train_copy = BertModel(config, add_pooling_layer=False).train()  # fp32 weights for both: autocast decides
+    train_copy.load_state_dict(model.state_dict())
+
+    def encode(name: str):
+        def step():
             with torch.inference_mode():
-                outputs[name] = net(input_ids=ids).last_hidden_state.float()
-        seconds["encode"][name] = timed(encode)
-    model.train()
-    for name in ("fp32", "bf16"):
-        def train(name=name):
-            model.zero_grad(set_to_none=True)
+                outputs[name] = low[name](input_ids=ids).last_hidden_state.float()
+        return step
+
+    def train(name: str):
+        def step():
+            train_copy.zero_grad(set_to_none=True)
             with autocast(name, "cpu"):
-                loss = model(input_ids=ids).last_hidden_state.float().pow(2).mean()
+                loss = train_copy(input_ids=ids).last_hidden_state.float().pow(2).mean()
             loss.backward()
-        seconds["train"][name] = timed(train)
+        return step
+
+    seconds = {"encode": timed({name: encode(name) for name in ("fp32", "bf16")}),
+               "train": timed({name: train(name) for name in ("fp32", "bf16")})}
     cosine = torch.nn.functional.cosine_similarity(outputs["fp32"].flatten(0, 1), outputs["bf16"].flatten(0, 1),
                                                    dim=-1).min().item()
-    return PrecisionProbe(machine_key(), seconds, round(cosine, 6))
+    return PrecisionProbe(machine_key(), seconds, round(cosine, 6), None if load is None else round(load, 3))
 
 
 def _probe_entries(file: str) -> dict[str, Any]:
@@ -225,7 +265,8 @@ def cached_probe(file: str, measure: Callable[[], Any], parse: Callable[[dict], 
     result = read_probe(file, key, parse)
     if result is None:
         result = measure()
-        store_probe(file, key, result)
+        if not getattr(result, "busy", False):  # measured on a busy machine: used now, measured again next time
+            store_probe(file, key, result)
     return result
 
 
@@ -253,5 +294,6 @@ def autocast(resolved: str, device: str | torch.device):
 
 
 __all__ = ["DTYPES", "MIN_COSINE", "MIN_SPEEDUP", "NATIVE_BF16_FLAGS", "PRECISIONS", "PrecisionProbe", "autocast",
-           "cached_probe", "check_precision", "cpu_flags", "cpu_has_native_bf16", "cpu_precision_probe", "machine_key",
+           "cached_probe", "check_precision", "cpu_flags", "cpu_has_native_bf16", "cpu_precision_probe", "isa_limit",
+           "load_per_core", "machine_key",
            "measure_cpu_precision", "precision_record", "resolve_precision"]
