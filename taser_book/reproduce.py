@@ -45,6 +45,7 @@ from taser_lib.errors import ConfigError, FormatError, TaserError
 from taser_lib.io import atomic_path, atomic_write_json, atomic_write_text
 from taser_lib.meta import machine_description, run_metadata
 from taser_lib.progress import PROGRESS_ENV
+from .run_ledger import Leg, Ticker, clean_run, read_legs, runs_cache_is_empty
 from .scorecard import (JUDGING_FILES, NOT_TESTABLE, TESTABLE, claim_anchor, claim_link, escape_markdown,
                         verdict_counts_table)
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
@@ -287,19 +288,24 @@ def _threads_per_kernel(jobs: int):
 THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def _runs_root(root: Path) -> Path:
+    """The run cache the kernels use: $TASER_RUNS_DIR, else the repository's runs/cache (`runs.cache`)."""
+    from .runs.cache import ENV_RUNS_DIR  # here: it imports the training stack, which `taser book` does not need
+
+    return Path(os.environ[ENV_RUNS_DIR]).expanduser() if os.environ.get(ENV_RUNS_DIR) else root / "runs" / "cache"
+
+
 @contextlib.contextmanager
 def _embeddings_kept(root: Path):
     """The kernels keep their corpus embeddings on disk beside the run cache (`tables.seeded.SeededModels`), so that
     pages evaluating the same models over the same passages, and a page rerun, encode each corpus once per model. A
     folder the caller chose ($TASER_EMBEDDINGS_DIR) is kept."""
-    from .runs.cache import ENV_RUNS_DIR
     from .tables.seeded import ENV_EMBEDDINGS_DIR
 
     if os.environ.get(ENV_EMBEDDINGS_DIR):
         yield
         return
-    runs = Path(os.environ[ENV_RUNS_DIR]).expanduser() if os.environ.get(ENV_RUNS_DIR) else root / "runs" / "cache"
-    os.environ[ENV_EMBEDDINGS_DIR] = str(runs.resolve() / "embeddings")
+    os.environ[ENV_EMBEDDINGS_DIR] = str(_runs_root(root).resolve() / "embeddings")
     try:
         yield
     finally:
@@ -436,8 +442,7 @@ class _Heartbeat:
 
     def __init__(self, staging: Path, start_utc: str):
         self.path, self.start_utc, self.started = staging / LEG_NAME, start_utc, time.time()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat-{staging.name}")
+        self._ticker = Ticker(self._write, HEARTBEAT_S, f"heartbeat-{staging.name}")
 
     def _write(self) -> None:
         now = time.time()
@@ -447,18 +452,12 @@ class _Heartbeat:
         except OSError:  # the staging folder went away (published or discarded): nothing left to record
             pass
 
-    def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
-            self._write()
-
     def __enter__(self) -> "_Heartbeat":
-        self._write()
-        self._thread.start()
+        self._ticker.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+        self._ticker.__exit__(*exc)
         self.path.unlink(missing_ok=True)  # never published with the results
 
 
@@ -709,12 +708,21 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
             return NotebookRun(path.stem, "failed", (time.time() - started) / 60, f"{type(err).__name__}: {err}")
 
     work = list(enumerate(notebooks, 1))
-    with _force_retrain(force), _threads_per_kernel(jobs), _embeddings_kept(root):  # one retrain time for all
+    leg = Leg(results_root / profile, start_time_utc=run_metadata()["time_utc"], only=only, jobs=jobs,
+              run_cache_empty=runs_cache_is_empty(_runs_root(root)), machine=machine_description()["summary"],
+              git_revision=code_revision(root))
+
+    def recorded(item: tuple[int, Path]) -> NotebookRun:
+        run = one(item)
+        leg.record(run.notebook, run.status)
+        return run
+
+    with leg, _force_retrain(force), _threads_per_kernel(jobs), _embeddings_kept(root):  # one retrain time for all
         if jobs == 1:
-            runs = [one(item) for item in work]
+            runs = [recorded(item) for item in work]
         else:
             with ThreadPoolExecutor(max_workers=jobs) as pool:  # each notebook runs in its own kernel process
-                runs = list(pool.map(one, work))
+                runs = list(pool.map(recorded, work))
 
     failed = [r for r in runs if r.status == "failed"]
     skipped = [r for r in runs if r.status == "skipped"]
@@ -1111,6 +1119,23 @@ def claims_judged(card: pd.DataFrame | None, notebook: str, profile: str) -> str
     return f"{judged} of {len(verdicts)} judged" + (f" ({untestable} {NOT_TESTABLE})" if untestable else "")
 
 
+def clean_run_sentence(profile: str, run: Mapping[str, Any] | None) -> str:
+    """What the Run times page says of the latest run of a whole profile from an empty run cache (`clean_run`)."""
+    if run is None:
+        return (f"`{profile}`: no run of every notebook from an empty run cache is recorded yet, so the minutes above "
+                "are each notebook's own, summed (a notebook that found its models in the run cache counts only its "
+                "evaluation).")
+    minutes = run["seconds"] / 60
+    jobs = "/".join(str(j) for j in run["jobs"])
+    legs = f" in {run['legs']} legs (sessions; the run cache resumes)" if run["legs"] > 1 else ""
+    head = (f"`{profile}`: `taser reproduce --profile {profile} --jobs {jobs}` from an empty run cache, started "
+            f"{str(run['start_time_utc'])[:10]} on {' and '.join(run['machines']) or 'an unrecorded machine'}")
+    if run["complete"]:
+        return f"{head}: **{minutes:.0f} minutes ({minutes / 60:.1f} h) of wall time**{legs}, every notebook done."
+    return (f"{head}: {minutes:.0f} minutes ({minutes / 60:.1f} h) of wall time so far{legs}, {run['done']} of "
+            f"{run['notebooks']} notebooks done; it is not finished.")
+
+
 def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, out_md: str | os.PathLike,
                     card: pd.DataFrame | None = None) -> None:
     """The book's page of run times (book/runs.md in the assembled sources); with the scorecard (`card`), what each
@@ -1138,6 +1163,10 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
             lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
         totals = table.groupby("profile", sort=False)["minutes"].sum()
         lines += ["", "In all: " + "; ".join(f"`{p}` {m:g} minutes" for p, m in totals.items()) + "."]
+        stems = [p.stem for p in find_notebooks(root)]
+        lines += ["", "## One run of the whole profile", "",
+                  *[clean_run_sentence(p, clean_run(read_legs(Path(results_root) / p), stems))
+                    for p in totals.index if p != "smoke"]]
     atomic_write_text(Path(out_md), "\n".join(lines) + "\n")
 
 

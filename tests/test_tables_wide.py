@@ -39,3 +39,11 @@ def test_score_ranges_measures_where_the_mean_sits():
     assert list(table.index) == ["CA", "DE"]
     assert table.loc["CA", "range"] == 5.0 and table.loc["CA", "mean_over_range"] == pytest.approx(0.2)
     assert table.loc["DE", "mean_over_range"] == 1.0
+
+
+def test_wide_table_marks_a_cell_no_source_has_and_keeps_a_full_table_numeric():
+    partial = LONG.iloc[:3]  # dataset b has no bm25 row
+    table = wide_table(partial, index="dataset", columns="model")
+    assert table.loc["b", "bm25"] == "–" and table.loc["b", "dpr"] == 70.0
+    assert wide_table(partial, index="dataset", columns="model", missing=None)["bm25"].isna().sum() == 1
+    assert wide_table(LONG, index="dataset", columns="model").dtypes.eq("float64").all()

@@ -14,10 +14,12 @@ def labelled(frame: pd.DataFrame, labels: Mapping[str, str], column: str = "mode
 
 def wide_table(frame: pd.DataFrame, index: str | Sequence[str] | None, columns: str | Sequence[str],
                values: str = "value", *, labels: Mapping[str, str] | None = None,
-               order: Sequence[str] | None = None, digits: int | None = None) -> pd.DataFrame:
+               order: Sequence[str] | None = None, digits: int | None = None,
+               missing: str | None = "–") -> pd.DataFrame:
     """One row per `index`, one column per `columns` (first value of each cell, rows and columns in the order they
     first occur). `labels` renames the models (before `order`, which then names labels or names alike); `order`
-    keeps and orders the last column level; `index=None` gives one row."""
+    keeps and orders the last column level; `index=None` gives one row. A cell with no value (a model one source
+    has and the other lacks) reads `missing` (None keeps it NaN); a table without such cells keeps its dtypes."""
     if labels is not None and "model" in frame.columns:
         frame = labelled(frame, labels)
         order = [labels.get(name, name) for name in order] if order is not None else None
@@ -31,7 +33,10 @@ def wide_table(frame: pd.DataFrame, index: str | Sequence[str] | None, columns: 
         if missing:
             raise KeyError(f"wide_table: no column for {missing}; the table has {list(dict.fromkeys(last))}")
         table = table[[c for name in order for c in table.columns if (c[-1] if isinstance(c, tuple) else c) == name]]
-    return table.round(digits) if digits is not None else table
+    table = table.round(digits) if digits is not None else table
+    if missing is not None and table.isna().to_numpy().any():
+        table = table.astype(object).where(table.notna(), missing)
+    return table
 
 
 def score_ranges(scores: pd.DataFrame, digits: int = 3) -> pd.DataFrame:

@@ -1,0 +1,161 @@
+"""Each `taser reproduce` of a profile, recorded, so that a run of a whole profile that spans several sessions still
+has one measured wall time.
+
+A `taser reproduce` writes a leg to `results/<profile>/reproduce_log.json` when it starts and rewrites it every
+HEARTBEAT_S seconds while it runs (so a leg killed with its session keeps the time it ran), then once more when it
+ends: when it started, how long it ran, the machine, `--jobs`, which notebooks it was asked for, whether the run
+cache held any trained run when it started, and each notebook's outcome.
+
+`clean_run` reads the legs back: the latest run of the whole profile that started from an empty run cache, and every
+leg after it (the run cache resumes trained runs across sessions), until the first leg after which every notebook
+of the profile had succeeded. Its wall time is the sum of those legs' times; with `--jobs 2` the notebooks' own
+minutes (on the Run times page) add up to more than that, because two ran at a time.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from taser_lib.io import atomic_write_json
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: one writer at a time is then up to the user
+    fcntl = None
+
+LEDGER_NAME = "reproduce_log.json"
+HEARTBEAT_S = 30.0
+DONE = ("ok", "skipped")  # a notebook whose result is current after a leg
+
+
+def runs_cache_is_empty(runs_root: str | os.PathLike) -> bool:
+    """True when `runs_root` holds no trained run, finished or not (a run is a folder with its `config.yaml` or
+    `finished.json`; hash caches and lock files are not runs)."""
+    root = Path(runs_root)
+    if not root.is_dir():
+        return True
+    return not any((d / "config.yaml").is_file() or (d / "finished.json").is_file() for d in root.iterdir()
+                   if d.is_dir())
+
+
+def read_legs(profile_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """The legs recorded for one profile, oldest first (none when the file is missing or unreadable)."""
+    path = Path(profile_dir) / LEDGER_NAME
+    try:
+        legs = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return sorted((leg for leg in legs if isinstance(leg, dict)), key=lambda leg: str(leg.get("start_time_utc")))
+
+
+@contextlib.contextmanager
+def _locked(profile_dir: Path) -> Iterator[None]:
+    """One writer at a time: two `taser reproduce` of one profile (two lanes) share the ledger."""
+    profile_dir.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:
+        yield
+        return
+    with open(profile_dir / f".{LEDGER_NAME}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+class Ticker:
+    """Calls `write` once at the start of a `with` block, then every `every` seconds from a daemon thread until the
+    block ends: a heartbeat that leaves a record behind when its process is killed."""
+
+    def __init__(self, write, every: float, name: str):
+        self.write, self.every = write, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name=name)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            self.write()
+
+    def __enter__(self) -> "Ticker":
+        self.write()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class Leg:
+    """One `taser reproduce`, kept in the ledger while it runs (`with Leg(...) as leg: ... leg.record(stem, status)`)."""
+
+    def __init__(self, profile_dir: str | os.PathLike, *, start_time_utc: str, only: Sequence[str] | None,
+                 jobs: int, run_cache_empty: bool, machine: str, git_revision: str | None,
+                 clock=time.time, heartbeat_s: float = HEARTBEAT_S):
+        self.profile_dir, self.clock = Path(profile_dir), clock
+        self.started = clock()
+        self.entry: dict[str, Any] = {
+            "id": uuid.uuid4().hex[:12], "start_time_utc": start_time_utc, "seconds": 0.0, "finished": False,
+            "jobs": jobs, "only": list(only) if only else None, "run_cache_empty": run_cache_empty,
+            "machine": machine, "git_revision": git_revision, "notebooks": {}}
+        self._lock = threading.Lock()
+        self._ticker = Ticker(self._write, heartbeat_s, "reproduce-ledger")
+
+    def _write(self) -> None:
+        with self._lock:
+            self.entry["seconds"] = round(self.clock() - self.started, 1)
+            entry = json.loads(json.dumps(self.entry))
+        try:
+            with _locked(self.profile_dir):
+                legs = [leg for leg in read_legs(self.profile_dir) if leg.get("id") != entry["id"]]
+                atomic_write_json(self.profile_dir / LEDGER_NAME, [*legs, entry])
+        except OSError:  # a read-only results folder: the run goes on without its ledger
+            pass
+
+    def record(self, notebook: str, status: str) -> None:
+        """A notebook's outcome (ok | skipped | failed), written at once."""
+        with self._lock:
+            self.entry["notebooks"][notebook] = status
+        self._write()
+
+    def __enter__(self) -> "Leg":
+        self._ticker.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._ticker.__exit__(*exc)
+        with self._lock:
+            self.entry["finished"] = True
+        self._write()
+
+
+def clean_run(legs: Sequence[dict[str, Any]], notebooks: Sequence[str]) -> dict[str, Any] | None:
+    """The latest run of the whole profile (`notebooks`) from an empty run cache, over its legs: when it started, how
+    many legs, their summed seconds, the machines and `--jobs`, how many notebooks are done and whether all are
+    (`complete`). None when no leg of the whole profile started from an empty run cache."""
+    wanted = set(notebooks)
+    starts = [i for i, leg in enumerate(legs) if leg.get("run_cache_empty") and
+              (not leg.get("only") or wanted <= set(leg["only"]))]
+    if not starts:
+        return None
+    done: set[str] = set()
+    used: list[dict[str, Any]] = []
+    for leg in legs[starts[-1]:]:
+        used.append(leg)
+        statuses = leg.get("notebooks") or {}
+        done |= {nb for nb, status in statuses.items() if status in DONE}
+        done -= {nb for nb, status in statuses.items() if status not in DONE}
+        if wanted <= done:
+            break
+    return {"start_time_utc": used[0].get("start_time_utc"), "legs": len(used),
+            "seconds": round(sum(float(leg.get("seconds") or 0.0) for leg in used), 1),
+            "machines": sorted({str(leg.get("machine")) for leg in used if leg.get("machine")}),
+            "jobs": sorted({int(leg.get("jobs") or 1) for leg in used}),
+            "done": len(wanted & done), "notebooks": len(wanted), "complete": wanted <= done}

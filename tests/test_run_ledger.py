@@ -1,0 +1,78 @@
+"""The ledger of `taser reproduce` legs and the wall time of one run of a whole profile from an empty run cache."""
+import json
+
+import pytest
+
+from taser_book.reproduce import clean_run_sentence, reproduce
+from taser_book.run_ledger import LEDGER_NAME, Leg, clean_run, read_legs, runs_cache_is_empty
+
+from test_reproduce import GOOD, write_notebook
+
+
+def leg(start, seconds, *, empty=False, only=None, notebooks=None, jobs=2, machine="Xeon (2 cores)"):
+    return {"start_time_utc": start, "seconds": seconds, "run_cache_empty": empty, "only": only, "jobs": jobs,
+            "machine": machine, "notebooks": notebooks or {}}
+
+
+def test_a_run_cache_with_only_hashes_and_locks_is_empty(tmp_path):
+    assert runs_cache_is_empty(tmp_path / "missing")
+    (tmp_path / "fingerprints.json").write_text("{}")
+    (tmp_path / "cross-encoder-abc.lock").write_text("")
+    (tmp_path / "checkpoints").mkdir()
+    assert runs_cache_is_empty(tmp_path)
+    (tmp_path / "cross-encoder-abc").mkdir()
+    (tmp_path / "cross-encoder-abc" / "config.yaml").write_text("kind: cross-encoder\n")  # begun, not finished
+    assert not runs_cache_is_empty(tmp_path)
+
+
+def test_a_leg_keeps_its_time_when_killed_and_is_marked_finished_when_it_ends(tmp_path):
+    now = [100.0]
+    first = Leg(tmp_path, start_time_utc="2026-11-29T09:00:00", only=None, jobs=2, run_cache_empty=True,
+                machine="Xeon (2 cores)", git_revision="abc", clock=lambda: now[0], heartbeat_s=3600)
+    first._write()
+    now[0] = 160.0
+    first.record("a", "ok")          # killed after this: no __exit__
+    with Leg(tmp_path, start_time_utc="2026-11-29T10:00:00", only=["b"], jobs=1, run_cache_empty=False,
+             machine="Xeon (2 cores)", git_revision="abc", clock=lambda: now[0], heartbeat_s=3600) as second:
+        now[0] = 190.0
+        second.record("b", "failed")
+    legs = read_legs(tmp_path)
+    assert [(x["seconds"], x["finished"], x["notebooks"]) for x in legs] == [
+        (60.0, False, {"a": "ok"}), (30.0, True, {"b": "failed"})]
+    assert json.loads((tmp_path / LEDGER_NAME).read_text())[0]["only"] is None
+
+
+def test_clean_run_starts_at_the_last_empty_cache_run_of_every_notebook_and_sums_its_legs():
+    legs = [leg("2026-11-01", 999.0, empty=True, notebooks={"a": "ok", "b": "ok"}),           # an older clean run
+            leg("2026-11-29T09", 50.0, empty=True, only=["a"], notebooks={"a": "ok"}),      # not every notebook
+            leg("2026-11-29T10", 3600.0, empty=True, notebooks={"a": "ok", "b": "failed"}),  # the start
+            leg("2026-11-30", 1200.0, jobs=1, machine="EPYC (2 cores)", notebooks={"a": "skipped", "b": "ok"}),
+            leg("2026-12-01", 60.0, notebooks={"a": "skipped", "b": "skipped"})]            # after it was done
+    run = clean_run(legs, ["a", "b"])
+    assert run == {"start_time_utc": "2026-11-29T10", "legs": 2, "seconds": 4800.0, "done": 2, "notebooks": 2,
+                   "complete": True, "machines": ["EPYC (2 cores)", "Xeon (2 cores)"], "jobs": [1, 2]}
+    assert "**80 minutes (1.3 h) of wall time** in 2 legs" in clean_run_sentence("cpu", run)
+    unfinished = clean_run(legs[:3], ["a", "b"])
+    assert not unfinished["complete"] and unfinished["done"] == 1
+    assert "1 of 2 notebooks done; it is not finished" in clean_run_sentence("cpu", unfinished)
+    assert clean_run(legs[1:2], ["a", "b"]) is None
+    assert "no run of every notebook" in clean_run_sentence("cpu", None)
+
+
+def test_reproduce_records_its_leg(tmp_path, monkeypatch):
+    monkeypatch.setenv("TASER_RUNS_DIR", str(tmp_path / "runs"))
+    root, results = tmp_path / "proj", tmp_path / "results"
+    write_notebook(root / "notebooks" / "a.ipynb", GOOD)
+    write_notebook(root / "notebooks" / "b.ipynb", "raise ValueError('broken')")
+    assert reproduce("smoke", root=root, results_root=results, book=False, jobs=2) == 1
+    (only,) = read_legs(results / "smoke")
+    assert only["finished"] and only["run_cache_empty"] and only["jobs"] == 2 and only["seconds"] > 0
+    assert only["notebooks"] == {"a": "ok", "b": "failed"}
+    run = clean_run(read_legs(results / "smoke"), ["a", "b"])
+    assert run["legs"] == 1 and run["done"] == 1 and not run["complete"]
+
+
+@pytest.mark.parametrize("content", ["not json", "{}"])
+def test_an_unreadable_ledger_reads_as_no_legs(tmp_path, content):
+    (tmp_path / LEDGER_NAME).write_text(content)
+    assert read_legs(tmp_path) == []
