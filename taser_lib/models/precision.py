@@ -50,7 +50,7 @@ MIN_SPEEDUP = 1.1    # bf16 must be this much faster than fp32 to be chosen: a t
 MIN_COSINE = 0.999   # the bench's quality bar: bf16 outputs against fp32's
 PROBE_VERSION = 2    # part of the cache key: a changed probe measures again (2: fp32 and bf16 timed in turns)
 ISA_LIMIT_ENVS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
-BUSY_LOAD = 0.5      # a probe started with more than this many other runnable processes per core is not cached
+BUSY_LOAD = 0.5      # a probe started with more runnable processes per core than this is measured again when quiet
 PROBE_FILE = "precision-probe.json"
 
 
@@ -117,8 +117,8 @@ class PrecisionProbe:
 
     @property
     def busy(self) -> bool:
-        """Started on a busy machine (other work on the cores): its times may not hold on a quiet one, so it is
-        used for this process but not cached."""
+        """Started on a busy machine (other work on the cores): its times may not hold on a quiet one, so it stands
+        in only until a process finds the machine quiet and measures again (`cached_probe`)."""
         return self.load_per_core is not None and self.load_per_core > BUSY_LOAD
 
     def speedup(self, purpose: str) -> float:
@@ -166,6 +166,12 @@ def load_per_core() -> float | None:
         return os.getloadavg()[0] / (os.cpu_count() or 1)
     except (AttributeError, OSError):
         return None
+
+
+def machine_is_busy() -> bool:
+    """More than BUSY_LOAD runnable processes per core over the last minute (False where the OS gives no load)."""
+    load = load_per_core()
+    return load is not None and load > BUSY_LOAD
 
 
 def probe_cache_path(file: str = PROBE_FILE) -> Path:
@@ -259,14 +265,18 @@ def store_probe(file: str, key: str, result) -> None:
 
 def cached_probe(file: str, measure: Callable[[], Any], parse: Callable[[dict], Any], *, key: str | None = None):
     """A machine probe's result: read from `$TASER_CACHE_DIR/<file>` when it holds one for `key` (default
-    `machine_key()`), else `measure()`d now and added to the file (`result.as_dict()`). A cache that cannot be read
-    or written is measured around, never an error; a damaged entry is measured again."""
+    `machine_key()`), else `measure()`d now and added to the file (`result.as_dict()`). A result measured on a busy
+    machine (`busy`) is cached too, so that the processes of a busy machine (two kernels, test workers) measure once,
+    not once each; the first process that finds the machine quiet measures again and replaces it. A quiet result is
+    never replaced. A cache that cannot be read or written is measured around, never an error; a damaged entry is
+    measured again."""
     key = key or machine_key()
     result = read_probe(file, key, parse)
+    if result is not None and getattr(result, "busy", False) and not machine_is_busy():
+        result = None  # measured while other work ran, and the machine is quiet now: measure again
     if result is None:
         result = measure()
-        if not getattr(result, "busy", False):  # measured on a busy machine: used now, measured again next time
-            store_probe(file, key, result)
+        store_probe(file, key, result)
     return result
 
 
