@@ -45,7 +45,7 @@ from taser_lib.errors import ConfigError, FormatError, TaserError
 from taser_lib.io import atomic_path, atomic_write_json, atomic_write_text
 from taser_lib.meta import machine_description, run_metadata
 from taser_lib.progress import PROGRESS_ENV
-from .run_ledger import Leg, Ticker, clean_run, read_legs, runs_cache_is_empty
+from .run_ledger import Leg, Ticker, clean_run, read_legs, run_cache_id, runs_cache_is_empty
 from .scorecard import (JUDGING_FILES, NOT_TESTABLE, TESTABLE, claim_anchor, claim_link, escape_markdown,
                         verdict_counts_table)
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
@@ -709,8 +709,8 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
 
     work = list(enumerate(notebooks, 1))
     leg = Leg(results_root / profile, start_time_utc=run_metadata()["time_utc"], only=only, jobs=jobs,
-              run_cache_empty=runs_cache_is_empty(_runs_root(root)), machine=machine_description()["summary"],
-              git_revision=code_revision(root))
+              run_cache_empty=runs_cache_is_empty(_runs_root(root)), run_cache=run_cache_id(_runs_root(root)),
+              machine=machine_description()["summary"], git_revision=code_revision(root))
 
     def recorded(item: tuple[int, Path]) -> NotebookRun:
         run = one(item)

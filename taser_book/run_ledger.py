@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from taser_lib.io import atomic_write_json
+from taser_lib.io import atomic_write_json, atomic_write_text
 
 try:
     import fcntl
@@ -31,6 +31,7 @@ except ImportError:  # not on Windows: one writer at a time is then up to the us
     fcntl = None
 
 LEDGER_NAME = "reproduce_log.json"
+CACHE_ID_NAME = ".cache-id"  # in the run cache: which cache a leg ran on (a cache moved aside keeps its own)
 HEARTBEAT_S = 30.0
 DONE = ("ok", "skipped")  # a notebook whose result is current after a leg
 
@@ -43,6 +44,20 @@ def runs_cache_is_empty(runs_root: str | os.PathLike) -> bool:
         return True
     return not any((d / "config.yaml").is_file() or (d / "finished.json").is_file() for d in root.iterdir()
                    if d.is_dir())
+
+
+def run_cache_id(runs_root: str | os.PathLike) -> str | None:
+    """The run cache's identity, written into it at first use (`.cache-id`, a random hex string): legs of one run
+    share their cache, so a leg of another checkout or another cache is not counted into it. None when it cannot be
+    read or written."""
+    path = Path(runs_root) / CACHE_ID_NAME
+    try:
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, uuid.uuid4().hex[:16] + "\n")
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
 
 
 def read_legs(profile_dir: str | os.PathLike) -> list[dict[str, Any]]:
@@ -98,12 +113,13 @@ class Leg:
 
     def __init__(self, profile_dir: str | os.PathLike, *, start_time_utc: str, only: Sequence[str] | None,
                  jobs: int, run_cache_empty: bool, machine: str, git_revision: str | None,
-                 clock=time.time, heartbeat_s: float = HEARTBEAT_S):
+                 run_cache: str | None = None, clock=time.time, heartbeat_s: float = HEARTBEAT_S):
         self.profile_dir, self.clock = Path(profile_dir), clock
         self.started = clock()
         self.entry: dict[str, Any] = {
             "id": uuid.uuid4().hex[:12], "start_time_utc": start_time_utc, "seconds": 0.0, "finished": False,
             "jobs": jobs, "only": list(only) if only else None, "run_cache_empty": run_cache_empty,
+            "run_cache": run_cache,
             "machine": machine, "git_revision": git_revision, "notebooks": {}}
         self._lock = threading.Lock()
         self._ticker = Ticker(self._write, heartbeat_s, "reproduce-ledger")
@@ -137,8 +153,8 @@ class Leg:
 
 
 def clean_run(legs: Sequence[dict[str, Any]], notebooks: Sequence[str]) -> dict[str, Any] | None:
-    """The latest run of the whole profile (`notebooks`) from an empty run cache, over its legs: when it started, how
-    many legs, their summed seconds, the machines and `--jobs`, how many notebooks are done and whether all are
+    """The latest run of the whole profile (`notebooks`) from an empty run cache, over its legs (those on the same run
+    cache, by `run_cache_id`; a leg that recorded none counts): when it started, how many legs, their summed seconds, the machines and `--jobs`, how many notebooks are done and whether all are
     (`complete`). None when no leg of the whole profile started from an empty run cache."""
     wanted = set(notebooks)
     starts = [i for i, leg in enumerate(legs) if leg.get("run_cache_empty") and
@@ -147,7 +163,10 @@ def clean_run(legs: Sequence[dict[str, Any]], notebooks: Sequence[str]) -> dict[
         return None
     done: set[str] = set()
     used: list[dict[str, Any]] = []
+    cache = legs[starts[-1]].get("run_cache")
     for leg in legs[starts[-1]:]:
+        if cache and leg.get("run_cache") and leg["run_cache"] != cache:
+            continue  # another run cache (another checkout, or a cache moved aside): not a leg of this run
         used.append(leg)
         statuses = leg.get("notebooks") or {}
         done |= {nb for nb, status in statuses.items() if status in DONE}

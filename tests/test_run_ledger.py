@@ -4,14 +4,14 @@ import json
 import pytest
 
 from taser_book.reproduce import clean_run_sentence, reproduce
-from taser_book.run_ledger import LEDGER_NAME, Leg, clean_run, read_legs, runs_cache_is_empty
+from taser_book.run_ledger import LEDGER_NAME, Leg, clean_run, read_legs, run_cache_id, runs_cache_is_empty
 
 from test_reproduce import GOOD, write_notebook
 
 
-def leg(start, seconds, *, empty=False, only=None, notebooks=None, jobs=2, machine="Xeon (2 cores)"):
+def leg(start, seconds, *, empty=False, only=None, notebooks=None, jobs=2, machine="Xeon (2 cores)", cache=None):
     return {"start_time_utc": start, "seconds": seconds, "run_cache_empty": empty, "only": only, "jobs": jobs,
-            "machine": machine, "notebooks": notebooks or {}}
+            "machine": machine, "notebooks": notebooks or {}, "run_cache": cache}
 
 
 def test_a_run_cache_with_only_hashes_and_locks_is_empty(tmp_path):
@@ -59,6 +59,17 @@ def test_clean_run_starts_at_the_last_empty_cache_run_of_every_notebook_and_sums
     assert "no run of every notebook" in clean_run_sentence("cpu", None)
 
 
+def test_a_run_cache_keeps_its_identity_and_legs_on_another_cache_are_not_counted(tmp_path):
+    first = run_cache_id(tmp_path / "runs")
+    assert first and run_cache_id(tmp_path / "runs") == first and runs_cache_is_empty(tmp_path / "runs")
+    assert run_cache_id(tmp_path / "other") != first
+    legs = [leg("2026-11-29T10", 600.0, empty=True, cache=first, notebooks={"a": "ok"}),
+            leg("2026-11-29T11", 60.0, cache="elsewhere", notebooks={"b": "ok"}),  # another checkout's cache
+            leg("2026-11-30", 300.0, cache=first, notebooks={"b": "ok"})]
+    run = clean_run(legs, ["a", "b"])
+    assert run["legs"] == 2 and run["seconds"] == 900.0 and run["complete"]
+
+
 def test_reproduce_records_its_leg(tmp_path, monkeypatch):
     monkeypatch.setenv("TASER_RUNS_DIR", str(tmp_path / "runs"))
     root, results = tmp_path / "proj", tmp_path / "results"
@@ -68,6 +79,7 @@ def test_reproduce_records_its_leg(tmp_path, monkeypatch):
     (only,) = read_legs(results / "smoke")
     assert only["finished"] and only["run_cache_empty"] and only["jobs"] == 2 and only["seconds"] > 0
     assert only["notebooks"] == {"a": "ok", "b": "failed"}
+    assert only["run_cache"] == run_cache_id(tmp_path / "runs")
     run = clean_run(read_legs(results / "smoke"), ["a", "b"])
     assert run["legs"] == 1 and run["done"] == 1 and not run["complete"]
 
