@@ -144,10 +144,11 @@ def test_gitignore_publishes_results_but_not_weights_or_runs():
         return subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO).returncode == 0
 
     for published in ("results/cpu/baselines/retrieval.csv", "results/cpu/baselines/notebook.ipynb",
-                      "results/gpu/baselines/meta.json", "results/bench/encoding.json"):
+                      "results/gpu/baselines/meta.json", "results/bench/encoding.json", "results/cpu/reproduce_log.json"):
         assert not ignored(published), f"{published} would not be committed"
     for private in ("results/smoke/baselines/meta.json", "results/cpu/.staging/x/meta.json",
-                    "results/cpu/_failed/baselines.ipynb", "results/cpu/run/model.safetensors", "runs/cache/x",
+                    "results/cpu/_failed/baselines.ipynb", "results/cpu/.reproduce_log.json.lock",
+                    "results/cpu/run/model.safetensors", "runs/cache/x",
                     ".cache/data/squad-open/corpus.jsonl", "results/bench-quick/encoding.json"):
         assert ignored(private), f"{private} would be committed"
 
