@@ -295,6 +295,16 @@ def _runs_root(root: Path) -> Path:
     return Path(os.environ[ENV_RUNS_DIR]).expanduser() if os.environ.get(ENV_RUNS_DIR) else root / "runs" / "cache"
 
 
+def _kernel_runs_root(folder: Path) -> Path:
+    """The run cache a kernel started in `folder` trains into and reads (`runs.cache.default_runs_root` from there)."""
+    from .runs.cache import ENV_RUNS_DIR, repository_root
+
+    if os.environ.get(ENV_RUNS_DIR):
+        return Path(os.environ[ENV_RUNS_DIR]).expanduser().resolve()
+    repo = repository_root(folder)
+    return repo / "runs" / "cache" if repo else Path.home() / ".cache" / "taser" / "runs"
+
+
 @contextlib.contextmanager
 def _embeddings_kept(root: Path):
     """The kernels keep their corpus embeddings on disk beside the run cache (`tables.seeded.SeededModels`), so that
@@ -604,6 +614,7 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     })
     meta.setdefault("library_version", sys.modules[__package__].__version__)
     meta.setdefault("hardware", machine_description())  # the kernel's record, when it saved one, names the GPU too
+    meta.setdefault("run_cache", run_cache_id(_kernel_runs_root(path.parent), create=False))  # whose runs it read
     atomic_write_json(staging / META_NAME, meta)
     _point_at(executed, params["results_dir"], os.path.relpath(final, path.parent))
     _publish(staging, final)
@@ -622,8 +633,10 @@ def _library_snapshot() -> dict[str, str]:
 def _changed_while_running(meta: Mapping[str, Any], before: Mapping[str, str]) -> list[str]:
     """The library files a result records that changed between its run's start and its end (a checkout updated or
     edited meanwhile). A kernel hashes the files it loaded when it saves (`results.library_files`), so without this
-    check a page would record the new code while it ran the old, and read as up to date when it is not."""
-    return sorted(f for f, digest in (meta.get("library_files") or {}).items() if before.get(f) != digest)
+    check a page would record the new code while it ran the old, and read as up to date when it is not. The judging
+    files (claims, scorecard) do not count, as they do not for staleness: a page is judged when the book is built."""
+    return sorted(f for f, digest in (meta.get("library_files") or {}).items()
+                  if f not in JUDGING_FILES and before.get(f) != digest)  # judging, as for staleness, is not running
 
 
 def find_notebooks(root: str | os.PathLike = ".", only: list[str] | None = None) -> list[Path]:
@@ -708,8 +721,9 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
             return NotebookRun(path.stem, "failed", (time.time() - started) / 60, f"{type(err).__name__}: {err}")
 
     work = list(enumerate(notebooks, 1))
+    kernels_cache = _kernel_runs_root(root / "notebooks")  # the run cache the notebooks' kernels use
     leg = Leg(results_root / profile, start_time_utc=run_metadata()["time_utc"], only=only, jobs=jobs,
-              run_cache_empty=runs_cache_is_empty(_runs_root(root)), run_cache=run_cache_id(_runs_root(root)),
+              run_cache_empty=runs_cache_is_empty(kernels_cache), run_cache=run_cache_id(kernels_cache),
               machine=machine_description()["summary"], git_revision=code_revision(root))
 
     def recorded(item: tuple[int, Path]) -> NotebookRun:

@@ -46,13 +46,16 @@ def runs_cache_is_empty(runs_root: str | os.PathLike) -> bool:
                    if d.is_dir())
 
 
-def run_cache_id(runs_root: str | os.PathLike) -> str | None:
+def run_cache_id(runs_root: str | os.PathLike, create: bool = True) -> str | None:
     """The run cache's identity, written into it at first use (`.cache-id`, a random hex string): legs of one run
-    share their cache, so a leg of another checkout or another cache is not counted into it. None when it cannot be
-    read or written."""
+    share their cache, so a leg of another checkout or another cache is not counted into it, and two pages that read
+    one cache read the same trained runs. None when it cannot be read or written, or (`create=False`) when the cache
+    has no identity yet and no folder (nothing trained there)."""
     path = Path(runs_root) / CACHE_ID_NAME
     try:
         if not path.is_file():
+            if not create and not path.parent.is_dir():
+                return None
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, uuid.uuid4().hex[:16] + "\n")
         return path.read_text(encoding="utf-8").strip() or None

@@ -175,6 +175,13 @@ class _Tables:
             return None
         return (meta.get("hardware") or {}).get("summary") or None
 
+    def run_cache(self, notebook: str) -> str | None:
+        """The run cache this notebook's result read its trained runs from (its meta's `run_cache`, the cache's
+        identity that `taser reproduce` records), or None when unrecorded."""
+        folder = self.folder(notebook)
+        meta = read_meta(folder) if (folder / META_NAME).is_file() else None
+        return (meta or {}).get("run_cache") or None
+
 
 class _Problem(Exception):
     def __init__(self, status: str, detail: str):
@@ -554,8 +561,17 @@ def _judge(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[s
             # and only if both were made on one machine: a run cache does not travel, so a teacher of the same
             # recipe trained on another machine is another model (machines sold under one name may still differ;
             # a page that can measures the premise on its own runs, as a precondition of its claims file)
+            # Both results name their run cache (`taser reproduce` records it): the same cache is the same runs, on
+            # whichever machines the pages were evaluated; another cache is other runs. Else the machine decides.
+            caches = {nb: tables.run_cache(nb) for nb in (claim.notebook, pre.notebook)}
             made_on = {nb: tables.machine(nb) for nb in (claim.notebook, pre.notebook)}
-            if pre.reads_trained_runs and None not in made_on.values() \
+            if pre.reads_trained_runs and None not in caches.values():
+                if caches[claim.notebook] != caches[pre.notebook]:
+                    return Verdict(NOT_TESTABLE, _ours(claim, tables, root),
+                                   f"premise '{name}' holds on {pre.notebook}'s result, but {claim.notebook}'s read "
+                                   "another run cache: its runs (its teacher) are not the ones the premise was "
+                                   "measured on", observed=f"needs {name} on the same run cache")
+            elif pre.reads_trained_runs and None not in made_on.values() \
                     and made_on[claim.notebook] != made_on[pre.notebook]:
                 return Verdict(NOT_TESTABLE, _ours(claim, tables, root),
                                f"premise '{name}' holds on {pre.notebook}'s result, made on {made_on[pre.notebook]}, "

@@ -260,6 +260,17 @@ def test_a_library_changed_while_running_fails_the_run_and_keeps_the_result(repo
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
+def test_a_judging_file_changed_while_running_does_not_fail_the_run():
+    # the claims and the scorecard judge a page when the book is built: as for staleness, a change to them does not
+    # make a page's run record code it did not run
+    from taser_book.reproduce import _changed_while_running
+
+    recorded = {"library_files": {"taser_book/scorecard.py": "new", "taser_lib/io.py": "same"}}
+    assert _changed_while_running(recorded, {"taser_book/scorecard.py": "old", "taser_lib/io.py": "same"}) == []
+    assert _changed_while_running(recorded, {"taser_book/scorecard.py": "new", "taser_lib/io.py": "old"}) == [
+        "taser_lib/io.py"]
+
+
 def test_an_interrupted_run_leaves_no_staging_folder(repo, tmp_path, monkeypatch):
     import papermill
     results = tmp_path / "results"

@@ -80,6 +80,7 @@ def test_reproduce_records_its_leg(tmp_path, monkeypatch):
     assert only["finished"] and only["run_cache_empty"] and only["jobs"] == 2 and only["seconds"] > 0
     assert only["notebooks"] == {"a": "ok", "b": "failed"}
     assert only["run_cache"] == run_cache_id(tmp_path / "runs")
+    assert json.loads((results / "smoke" / "a" / "meta.json").read_text())["run_cache"] == only["run_cache"]
     run = clean_run(read_legs(results / "smoke"), ["a", "b"])
     assert run["legs"] == 1 and run["done"] == 1 and not run["complete"]
 

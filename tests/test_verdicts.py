@@ -371,11 +371,8 @@ def test_a_premise_from_another_page_counts_only_while_both_results_are_current(
     assert verdict.status == NOT_TESTABLE and "result of b is stale" in verdict.detail
 
 
-def test_a_premise_from_another_page_counts_only_for_results_made_on_one_machine(tmp_path):
-    """A run cache does not travel: a teacher of the same recipe trained on another machine is another model, so a
-    premise measured on a page made elsewhere does not carry over."""
-    import json
-
+def _premise_on_page_a(tmp_path):
+    """A repository whose page a measures K-premise and whose page b's K-dependent requires it, both holding."""
     premise = _claim("K-premise", [])
     dependent = _claim("K-dependent", ["K-premise"])
     root = make_repo(tmp_path, {"a": premise, "b": dependent}, notebooks=("a", "b"))
@@ -385,6 +382,15 @@ def test_a_premise_from_another_page_counts_only_for_results_made_on_one_machine
         publish(root, "cpu", nb, "per_query", pd.DataFrame(
             {"model": ["a"] * 30 + ["b"] * 30, "query_id": keys * 2, "value": np.concatenate([b + 0.2, b])}))
         publish(root, "cpu", nb, "summary", pd.DataFrame({"model": ["a", "b"], "value": [b.mean() + 0.2, b.mean()]}))
+    return root
+
+
+def test_a_premise_from_another_page_counts_only_for_results_made_on_one_machine(tmp_path):
+    """A run cache does not travel: a teacher of the same recipe trained on another machine is another model, so a
+    premise measured on a page made elsewhere does not carry over."""
+    import json
+
+    root = _premise_on_page_a(tmp_path)
 
     def made_on(nb, summary):
         path = root / "results" / "cpu" / nb / "meta.json"
@@ -398,6 +404,26 @@ def test_a_premise_from_another_page_counts_only_for_results_made_on_one_machine
     verdict = judge(root)["K-dependent"]
     assert verdict.status == NOT_TESTABLE and "made on AMD EPYC (2 cores)" in verdict.detail
     assert "b's was made on Intel(R) Xeon(R) Processor (2 cores)" in verdict.detail
+
+
+def test_a_premise_from_another_page_counts_where_both_read_one_run_cache_whatever_the_machines(tmp_path):
+    """`taser reproduce` records the run cache a page read (`run_cache`): two pages of one cache read the same
+    runs even when a session on another machine evaluated one of them; two caches are other runs on one machine."""
+    import json
+
+    root = _premise_on_page_a(tmp_path)
+
+    def made(nb, summary, cache):
+        path = root / "results" / "cpu" / nb / "meta.json"
+        meta = json.loads(path.read_text())
+        path.write_text(json.dumps({**meta, "hardware": {"summary": summary}, "run_cache": cache}))
+
+    made("a", "AMD EPYC (2 cores)", "c1")
+    made("b", "Intel(R) Xeon(R) Processor (2 cores)", "c1")
+    assert judge(root)["K-dependent"].status == HOLDS
+    made("b", "AMD EPYC (2 cores)", "c2")
+    verdict = judge(root)["K-dependent"]
+    assert verdict.status == NOT_TESTABLE and "read another run cache" in verdict.detail
 
 
 def test_a_precondition_that_reads_no_trained_run_carries_over_between_machines(tmp_path):
