@@ -288,13 +288,6 @@ def _threads_per_kernel(jobs: int):
 THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def _runs_root(root: Path) -> Path:
-    """The run cache the kernels use: $TASER_RUNS_DIR, else the repository's runs/cache (`runs.cache`)."""
-    from .runs.cache import ENV_RUNS_DIR  # here: it imports the training stack, which `taser book` does not need
-
-    return Path(os.environ[ENV_RUNS_DIR]).expanduser() if os.environ.get(ENV_RUNS_DIR) else root / "runs" / "cache"
-
-
 def _kernel_runs_root(folder: Path) -> Path:
     """The run cache a kernel started in `folder` trains into and reads (`runs.cache.default_runs_root` from there)."""
     from .runs.cache import ENV_RUNS_DIR, repository_root
@@ -315,7 +308,7 @@ def _embeddings_kept(root: Path):
     if os.environ.get(ENV_EMBEDDINGS_DIR):
         yield
         return
-    os.environ[ENV_EMBEDDINGS_DIR] = str(_runs_root(root).resolve() / "embeddings")
+    os.environ[ENV_EMBEDDINGS_DIR] = str(_kernel_runs_root(root / "notebooks") / "embeddings")
     try:
         yield
     finally:
