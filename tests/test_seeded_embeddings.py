@@ -3,6 +3,8 @@ passages and library code."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from taser_book.tables import seeded
@@ -73,6 +75,10 @@ def test_the_runner_keeps_embeddings_beside_the_run_cache(tmp_path, monkeypatch)
 
     monkeypatch.delenv(seeded.ENV_EMBEDDINGS_DIR, raising=False)
     monkeypatch.delenv("TASER_RUNS_DIR", raising=False)
+    with _embeddings_kept(tmp_path):  # outside a taser repository the run cache is the user's, and so are embeddings
+        assert os.environ[seeded.ENV_EMBEDDINGS_DIR] == str(Path.home() / ".cache" / "taser" / "runs" / "embeddings")
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "taser_lib").mkdir()  # a taser repository: its run cache is <repository>/runs/cache
     with _embeddings_kept(tmp_path):
         assert os.environ[seeded.ENV_EMBEDDINGS_DIR] == str(tmp_path.resolve() / "runs" / "cache" / "embeddings")
     assert seeded.ENV_EMBEDDINGS_DIR not in os.environ
