@@ -31,7 +31,8 @@ file, the line and the field):
                                    #     'a == b');
                                    #   non-inferiority: one-sided, A not worse than B by `margin` ("on par");
                                    #   binomial: exact test of a 0/1 quantity's share against a number
-                                   #     ('share > 0.5': "most");
+                                   #     ('share > 0.5': "most") or against a claim quantity's value read
+                                   #     from the claim's table ('share > base': above a base rate);
                                    #   two-sample: permutation test of two unpaired groups;
                                    #   bootstrap: replicates of a pooled statistic (key `replicate`)
           margin: 0.5              # equivalence and non-inferiority: the claim's margin, in the value's units
@@ -418,7 +419,11 @@ def _noise(check: _Checker, claim: Mapping, field_name: str, names: Iterable[str
     if test not in NOISE_TESTS:
         check.fail(raw, "test", f"{field_name}.test", f"must be one of {', '.join(NOISE_TESTS)}, got {test!r}")
     quantities = _quantities(check, raw, "quantities", f"{field_name}.quantities") if "quantities" in raw else None
-    if quantities is not None and set(quantities) != set(names):
+    if quantities is not None and test == "binomial":  # the shares tested; a reference share may be a claim quantity
+        if not set(quantities) <= set(names):
+            check.fail(raw, "quantities", f"{field_name}.quantities",
+                       f"must name some of the claim's quantities ({', '.join(names)}), got {', '.join(quantities)}")
+    elif quantities is not None and set(quantities) != set(names):
         check.fail(raw, "quantities", f"{field_name}.quantities",
                    f"must name the claim's quantities ({', '.join(names)}), got {', '.join(quantities)}")
     comparisons = raw["compare"]
@@ -435,13 +440,16 @@ def _noise(check: _Checker, claim: Mapping, field_name: str, names: Iterable[str
         except ValueError as err:
             check.fail(raw, "compare", f"{field_name}.compare", str(err))
         if test == "binomial":
+            right = parsed[-1].right
             try:
-                p0 = float(ast.literal_eval(parsed[-1].right))
+                p0 = float(ast.literal_eval(right))
             except (ValueError, SyntaxError):
-                p0 = float("nan")
-            if not 0 < p0 < 1 or parsed[-1].left not in names:
+                p0 = 0.5 if right in names else float("nan")  # a claim quantity: its value, read when judged
+            tested = set(quantities) if quantities is not None else set(names)
+            if not 0 < p0 < 1 or parsed[-1].left not in tested:
                 check.fail(raw, "compare", f"{field_name}.compare",
-                           f"{text!r}: a binomial test compares one quantity's share with a number in (0, 1)")
+                           f"{text!r}: a binomial test compares one quantity's share with a number in (0, 1) or "
+                           "with another of the claim's quantities (a reference share, such as a base rate)")
         if test == "two-sample" and not (parsed[-1].left in names and parsed[-1].right in names):
             check.fail(raw, "compare", f"{field_name}.compare",
                        f"{text!r}: a two-sample test compares two quantities, 'a > b'")

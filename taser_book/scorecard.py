@@ -283,7 +283,10 @@ def _noise_tests(claim: Claim, tables: _Tables, group: str | None, point: Mappin
             values = series[comparison.left].to_numpy(dtype=float)
             if len(values) < 1:
                 raise _Problem(NOT_RUN, f"noise: no value of '{noise.key}' for {comparison.text}{where}")
-            p0 = float(evaluate(comparison.right, {}))
+            p0 = float(evaluate(comparison.right, point))  # a number, or a claim quantity (a base rate)
+            if not 0 < p0 < 1:
+                raise _Problem(NOT_RUN, f"noise: the reference share {comparison.right} = {p0:g}{where} is not in "
+                                        "(0, 1)")
             test = hypothesis.binomial(values, p0)
             status, observed = _superiority(comparison, np.array([test.effect - p0]), test.p_value, noise.alpha, 1)
             results.append(_Compared(comparison, status, f"{comparison.left} = {test.effect:.3g} "

@@ -221,6 +221,33 @@ def test_a_share_gets_an_exact_binomial_test(tmp_path, successes, status):
     assert verdict.p_value == pytest.approx(stats.binomtest(successes, 50, 0.5).pvalue)
 
 
+ABOVE_BASE = SHARE.replace("K-most", "K-above-base").replace(
+    "      share: {statistic: share}\n    test: share > 0.5",
+    "      share: {statistic: share}\n      base: {statistic: base}\n    test: share > base").replace(
+    "compare: [share > 0.5]", "compare: [share > base]")
+
+
+@pytest.mark.parametrize("successes, status", [(49, HOLDS), (44, WITHIN_NOISE), (30, FAILS)])
+def test_a_share_is_tested_against_a_base_rate_the_claim_reads(tmp_path, successes, status):
+    """'share > base': the reference share is another quantity of the claim (a base rate from its table), so a share
+    of negatives that is "most" only because most pairs are negatives is not a holds."""
+    root = make_repo(tmp_path, {"nb": ABOVE_BASE}, notebooks=("nb",))
+    values = [1.0] * successes + [0.0] * (50 - successes)
+    publish(root, "cpu", "nb", "per_query", pd.DataFrame(
+        {"statistic": "negative", "query_id": [f"q{i}" for i in range(50)], "value": values}))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"statistic": ["share", "base"],
+                                                        "value": [successes / 50, 0.85]}))
+    verdict = judge(root)["K-above-base"]
+    assert verdict.status == status, verdict.detail
+    assert verdict.p_value == pytest.approx(stats.binomtest(successes, 50, 0.85).pvalue)
+
+
+def test_a_binomial_reference_must_be_a_share_or_a_claim_quantity(tmp_path):
+    bad = ABOVE_BASE.replace("compare: [share > base]", "compare: [share > other]")
+    with pytest.raises(FormatError, match="compare"):
+        judge(make_repo(tmp_path, {"nb": bad}, notebooks=("nb",)))
+
+
 TWO_GROUPS = PAIRED.replace("K-paired", "K-groups").replace("test: randomisation", "test: two-sample")
 
 
@@ -490,6 +517,12 @@ def test_the_claims_files_preconditions_are_declared_and_measured():
     assert claims["T1-taser-vs-dpr"].noise.test == "non-inferiority" and claims["T1-taser-vs-dpr"].noise.margin == 0.5
     assert claims["D-T2-train-match"].noise.test == "equivalence"
     assert claims["D-T3-disagreements-are-negatives"].noise.test == "binomial"
+    # Sec. 3.3's comparisons of a CA with a DE (Figures 2, 5, 7, Table 3) need the two trained alike, as D-T1's does
+    assert all("ca-de-same-data" in claims[c].requires for c in ("D-F2-smaller-margins",
+                                                                  "D-T3-disagreements-are-negatives"))
+    assert all("scores-ca-de-same-data" in claims[c].requires for c in ("D-F2-diffuse-negatives", "D-F5-diffuse-train",
+                                                                         "D-F7-early-peak"))
+    assert "share > base" in [c.text for c in claims["D-T3-disagreements-are-negatives"].noise.compare]
 
 
 # ------------------------------------------------------------------------------------------- judged at build time
