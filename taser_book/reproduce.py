@@ -441,17 +441,19 @@ class _Heartbeat:
     rewritten every HEARTBEAT_S seconds. A run killed outright (SIGKILL, a session or machine that goes away) cannot
     record its time, but leaves this file behind: the next run of the notebook counts that leg into the page's wall
     time (`_earlier_legs`), so a page whose trained runs resumed across sessions reports all of its time, not only
-    its last leg."""
+    its last leg. The legs this run took over (`earlier`, whose staging folders it removed) are written with it, so
+    that a run killed in turn hands all of them on, not only its own."""
 
-    def __init__(self, staging: Path, start_utc: str):
+    def __init__(self, staging: Path, start_utc: str, earlier: Sequence[Mapping[str, Any]] = ()):
         self.path, self.start_utc, self.started = staging / LEG_NAME, start_utc, time.time()
+        self.earlier = [dict(leg) for leg in earlier]
         self._ticker = Ticker(self._write, HEARTBEAT_S, f"heartbeat-{staging.name}")
 
     def _write(self) -> None:
         now = time.time()
         try:
             atomic_write_json(self.path, {"start_time_utc": self.start_utc, "seconds": round(now - self.started, 1),
-                                          "last_seen": now})
+                                          "last_seen": now, "earlier_legs": self.earlier})
         except OSError:  # the staging folder went away (published or discarded): nothing left to record
             pass
 
@@ -467,7 +469,8 @@ class _Heartbeat:
 def _earlier_legs(staging_root: Path, stem: str) -> list[dict]:
     """The legs of earlier runs of notebook `stem` that were killed outright: each staging folder of that notebook
     whose heartbeat stopped more than three beats ago. Their staging folders are removed once read (a live run's,
-    whose heartbeat is recent, is left alone; a folder without a heartbeat, from a runner before heartbeats, too)."""
+    whose heartbeat is recent, is left alone; a folder without a heartbeat, from a runner before heartbeats, too).
+    A killed leg's own earlier legs (those it had taken over, `_Heartbeat`) come with it."""
     legs = []
     now = time.time()
     for folder in sorted(staging_root.glob(f"{stem}-*")) if staging_root.is_dir() else []:
@@ -480,6 +483,8 @@ def _earlier_legs(staging_root: Path, stem: str) -> list[dict]:
             continue
         if now - last_seen <= 3 * HEARTBEAT_S:
             continue
+        carried = leg.get("earlier_legs") if isinstance(leg.get("earlier_legs"), list) else []
+        legs += [dict(e) for e in carried if isinstance(e, dict) and isinstance(e.get("seconds"), (int, float))]
         legs.append({"start_time_utc": leg.get("start_time_utc"), "seconds": round(seconds, 1)})
         shutil.rmtree(folder, ignore_errors=True)
     return sorted(legs, key=lambda leg: str(leg["start_time_utc"]))
@@ -560,7 +565,7 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     error: str | None = None
     total_cells = len(json.loads(path.read_text(encoding="utf-8")).get("cells", [])) + 1  # + injected parameters
     try:
-        with _force_retrain(force), _Heartbeat(staging, start_utc), \
+        with _force_retrain(force), _Heartbeat(staging, start_utc, earlier), \
                 (_streaming(stem, total_cells) if progress else contextlib.nullcontext({})) as out:
             # The kernel starts in the notebook's folder through nbclient's resources, not papermill's `cwd`:
             # that one chdirs the whole process, which races between the threads of --jobs (nteract/papermill#473)

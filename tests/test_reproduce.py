@@ -390,6 +390,32 @@ def test_a_killed_leg_counts_into_the_wall_time_of_the_run_that_resumes(tmp_path
     assert table.loc[table.notebook == "legs", "minutes"].item() == round(meta["wall_seconds_all_legs"] / 60, 1)
 
 
+def test_a_leg_killed_after_taking_over_an_earlier_one_hands_both_on(tmp_path, monkeypatch):
+    """Three sessions: the first leg is killed, the second takes it over (removing its staging folder) and is killed
+    in turn; the third counts both, because the second's heartbeat carried the first."""
+    from taser_book import reproduce as runner
+
+    monkeypatch.setattr(runner, "HEARTBEAT_S", 0.2)
+    notebook = write_notebook(tmp_path / "notebooks" / "legs.ipynb", LEG_PROBE)
+    staging = tmp_path / "results" / "smoke" / ".staging"
+    first = {"start_time_utc": "2026-01-01T00:00:00", "seconds": 600.0}
+    (staging / "legs-second01").mkdir(parents=True)
+    (staging / "legs-second01" / ".heartbeat.json").write_text(json.dumps(
+        {"start_time_utc": "2026-01-02T00:00:00", "seconds": 300.0, "last_seen": time.time() - 3600,
+         "earlier_legs": [first]}))
+    run = run_notebook(notebook, "smoke", tmp_path / "results", progress=False)
+    assert run.status == "ok", run.note
+    meta = json.loads((tmp_path / "results" / "smoke" / "legs" / "meta.json").read_text())
+    assert meta["earlier_legs"] == [first, {"start_time_utc": "2026-01-02T00:00:00", "seconds": 300.0}]
+    assert meta["wall_seconds_all_legs"] == pytest.approx(900.0 + meta["wall_seconds"], abs=0.1)
+
+    # and a running leg's heartbeat carries what it took over, for the next session to find if it is killed
+    with runner._Heartbeat(staging, "2026-01-03T00:00:00", [first]):
+        time.sleep(0.5)
+        beat = json.loads((staging / ".heartbeat.json").read_text())
+    assert beat["earlier_legs"] == [first] and beat["seconds"] > 0
+
+
 # Records whether the runner asked it to retrain, and prints to stdout and (like tqdm) to stderr.
 ENV_PROBE = """import os, sys
 import pandas as pd
