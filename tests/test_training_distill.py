@@ -228,6 +228,23 @@ def test_train_distill_curves_and_selection(tiny_bert_dir, tmp_path):
         train_distill(rset, rset, dataclasses.replace(loop, select_metric="R@20"), training, student, teacher)
 
 
+def test_a_projected_student_starts_from_its_seed_not_from_the_global_random_state(tiny_bert_dir, tmp_path):
+    """The projection of a student smaller than its checkpoint (the capacity axis) is new weights: they follow the
+    run's seed, so a cached run's config rebuilds the same start whatever ran before it in the process."""
+    rset, teacher = toy_set()
+    student = _student_config(tiny_bert_dir, projection_dim=8)
+    training = DistillTraining(loss="one-hot", group_size=3, max_query_length=16, max_passage_length=24)
+    starts = []
+    for i, noise in enumerate((1, 2, 2)):
+        torch.manual_seed(noise)  # whatever the process did before: a different global random state
+        loop = LoopConfig(str(tmp_path / f"run{i}"), max_steps=0, batch_size=3, seed=7 if i < 2 else 8,
+                          select_metric="nDCG@10")
+        model, _ = train_distill(rset, rset, loop, training, student, progress=False)
+        starts.append(model.embedding_projection.weight.detach().clone())
+    assert torch.equal(starts[0], starts[1])       # same seed, other global state: the same start
+    assert not torch.equal(starts[1], starts[2])   # same global state, other seed: another start
+
+
 # --- the config kinds -------------------------------------------------------------------------------------------
 
 def test_the_kinds_table_names_each_kind_and_the_module_that_registers_it():

@@ -45,7 +45,7 @@ from .config import ModelConfig, _help, register_kind
 from .cross_encoder import (TeacherScores, check_select_metric, quiet_unless_progress, record_test_split,
                             score_and_cache_teacher)
 from . import msmarco  # noqa: F401  (registers the msmarco-passage testbed)
-from .loop import LoopConfig, TrainResult, run_training, unwrap_model
+from .loop import LoopConfig, TrainResult, run_training, seed_everything, unwrap_model
 from .rerank_losses import RERANK_LOSSES, RerankLoss, rerank_loss
 from .reranking import (CANDIDATE_CAPPED, GroupBatches, RerankingDataConfig, RerankingSet, sample_group,
                         teacher_top_group)
@@ -334,6 +334,7 @@ def train_distill(train_set: RerankingSet, dev_set: RerankingSet, loop: LoopConf
     result. `teacher_id` (e.g. the teacher cache's model hash) joins the run fingerprint."""
     check_select_metric(loop)
     tokenizer = load_tokenizer(student.name_or_path)
+    seed_everything(loop.seed)  # a fresh projection (or MLM head) is initialised by the run's seed, not by chance
     model = build_retriever(student, mlm_head=training.mlm_weight > 0)
     if training.embedding_dropout is not None:
         set_embedding_dropout(model, training.embedding_dropout)
