@@ -725,6 +725,7 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
               machine=machine_description()["summary"], git_revision=code_revision(root))
 
     def recorded(item: tuple[int, Path]) -> NotebookRun:
+        leg.start(item[1].stem)
         run = one(item)
         leg.record(run.notebook, run.status)
         return run
@@ -1148,6 +1149,29 @@ def clean_run_sentence(profile: str, run: Mapping[str, Any] | None) -> str:
             f"{run['notebooks']} notebooks done; it is not finished.")
 
 
+def clean_run_notebooks(run: Mapping[str, Any] | None) -> list[str]:
+    """The Run times page's table of the minutes a clean run (`clean_run`) spent on each notebook, summed over its legs
+    and attempts, most first; no lines when it recorded none."""
+    seconds = (run or {}).get("notebook_seconds") or {}
+    if not seconds:
+        return []
+    missing, rebuilt = run.get("legs_without_notebook_seconds", 0), run.get("legs_reconstructed", 0)
+    notes = []
+    if rebuilt:
+        notes.append(f"{rebuilt} of its legs ran before the ledger kept each notebook's seconds; theirs were filled in "
+                     "afterwards from the pages' `meta.json` and heartbeats, as the ledger says")
+    if missing:
+        notes.append(f"{missing} leg{'' if missing == 1 else 's'} recorded no per-notebook seconds, not in these "
+                     "minutes")
+    lines = ["", "The minutes this run spent on each notebook, over every leg and every attempt (a page run again after "
+             "its notebook or a library file it loads changed counts each time, which its `meta.json` above, the "
+             "time of the result it now holds, does not show)" + ("; " + "; ".join(notes) if notes else "") + ":", "",
+             "| notebook | minutes in this run |", "| --- | ---: |"]
+    for notebook, value in sorted(seconds.items(), key=lambda item: -item[1]):
+        lines.append(f"| [{notebook}](../notebooks/{notebook}.ipynb) | {value / 60:.1f} |")
+    return lines
+
+
 def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, out_md: str | os.PathLike,
                     card: pd.DataFrame | None = None) -> None:
     """The book's page of run times (book/runs.md in the assembled sources); with the scorecard (`card`), what each
@@ -1176,9 +1200,11 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
         totals = table.groupby("profile", sort=False)["minutes"].sum()
         lines += ["", "In all: " + "; ".join(f"`{p}` {m:g} minutes" for p, m in totals.items()) + "."]
         stems = [p.stem for p in find_notebooks(root)]
-        lines += ["", "## One run of the whole profile", "",
-                  *[clean_run_sentence(p, clean_run(read_legs(Path(results_root) / p), stems))
-                    for p in totals.index if p != "smoke"]]
+        lines += ["", "## One run of the whole profile", ""]
+        for p in totals.index:
+            if p != "smoke":
+                run = clean_run(read_legs(Path(results_root) / p), stems)
+                lines += [clean_run_sentence(p, run), *clean_run_notebooks(run), ""]
     atomic_write_text(Path(out_md), "\n".join(lines) + "\n")
 
 

@@ -4,12 +4,15 @@ has one measured wall time.
 A `taser reproduce` writes a leg to `results/<profile>/reproduce_log.json` when it starts and rewrites it every
 HEARTBEAT_S seconds while it runs (so a leg killed with its session keeps the time it ran), then once more when it
 ends: when it started, how long it ran, the machine, `--jobs`, which notebooks it was asked for, whether the run
-cache held any trained run when it started, and each notebook's outcome.
+cache held any trained run when it started, each notebook's outcome, and the seconds it spent on each notebook it
+ran (`notebook_seconds`, a running notebook's so far).
 
 `clean_run` reads the legs back: the latest run of the whole profile that started from an empty run cache, and every
 leg after it (the run cache resumes trained runs across sessions), until the first leg after which every notebook
 of the profile had succeeded. Its wall time is the sum of those legs' times; with `--jobs 2` the notebooks' own
-minutes (on the Run times page) add up to more than that, because two ran at a time.
+minutes add up to more than that, because two ran at a time. Each notebook's minutes in the run are summed over the
+legs too, every attempt included: a page run again after its notebook or a library file changed counts twice, which
+a page's `meta.json` (the time of the result it holds) does not show.
 """
 from __future__ import annotations
 
@@ -123,14 +126,19 @@ class Leg:
             "id": uuid.uuid4().hex[:12], "start_time_utc": start_time_utc, "seconds": 0.0, "finished": False,
             "jobs": jobs, "only": list(only) if only else None, "run_cache_empty": run_cache_empty,
             "run_cache": run_cache,
-            "machine": machine, "git_revision": git_revision, "notebooks": {}}
+            "machine": machine, "git_revision": git_revision, "notebooks": {}, "notebook_seconds": {}}
+        self._running: dict[str, float] = {}  # notebook -> when it started (clock)
         self._lock = threading.Lock()
         self._ticker = Ticker(self._write, heartbeat_s, "reproduce-ledger")
 
     def _write(self) -> None:
         with self._lock:
-            self.entry["seconds"] = round(self.clock() - self.started, 1)
+            now = self.clock()
+            self.entry["seconds"] = round(now - self.started, 1)
             entry = json.loads(json.dumps(self.entry))
+            for notebook, since in self._running.items():
+                spent = entry["notebook_seconds"].get(notebook, 0.0) + now - since
+                entry["notebook_seconds"][notebook] = round(spent, 1)
         try:
             with _locked(self.profile_dir):
                 legs = [leg for leg in read_legs(self.profile_dir) if leg.get("id") != entry["id"]]
@@ -138,10 +146,19 @@ class Leg:
         except OSError:  # a read-only results folder: the run goes on without its ledger
             pass
 
+    def start(self, notebook: str) -> None:
+        """A notebook begins: its seconds count from now (in every beat) until `record`."""
+        with self._lock:
+            self._running[notebook] = self.clock()
+
     def record(self, notebook: str, status: str) -> None:
-        """A notebook's outcome (ok | skipped | failed), written at once."""
+        """A notebook's outcome (ok | skipped | failed), written at once; a skipped one spent no time on its page."""
         with self._lock:
             self.entry["notebooks"][notebook] = status
+            since = self._running.pop(notebook, None)
+            if since is not None and status != "skipped":
+                spent = self.entry["notebook_seconds"].get(notebook, 0.0) + self.clock() - since
+                self.entry["notebook_seconds"][notebook] = round(spent, 1)
         self._write()
 
     def __enter__(self) -> "Leg":
@@ -157,8 +174,11 @@ class Leg:
 
 def clean_run(legs: Sequence[dict[str, Any]], notebooks: Sequence[str]) -> dict[str, Any] | None:
     """The latest run of the whole profile (`notebooks`) from an empty run cache, over its legs (those on the same run
-    cache, by `run_cache_id`; a leg that recorded none counts): when it started, how many legs, their summed seconds, the machines and `--jobs`, how many notebooks are done and whether all are
-    (`complete`). None when no leg of the whole profile started from an empty run cache."""
+    cache, by `run_cache_id`; a leg that recorded none counts): when it started, how many legs, their summed seconds,
+    the machines and `--jobs`, how many notebooks are done and whether all are (`complete`), and each notebook's
+    seconds summed over the legs (`notebook_seconds`; `legs_without_notebook_seconds` counts legs that recorded none,
+    from before the ledger kept them, and `legs_reconstructed` those whose per-notebook seconds were filled in
+    afterwards, with the reason in `notebook_seconds_reconstructed`). None when no leg of the whole profile started from an empty run cache."""
     wanted = set(notebooks)
     starts = [i for i, leg in enumerate(legs) if leg.get("run_cache_empty") and
               (not leg.get("only") or wanted <= set(leg["only"]))]
@@ -176,7 +196,14 @@ def clean_run(legs: Sequence[dict[str, Any]], notebooks: Sequence[str]) -> dict[
         done -= {nb for nb, status in statuses.items() if status not in DONE}
         if wanted <= done:
             break
+    per_notebook: dict[str, float] = {}
+    for leg in used:
+        for notebook, seconds in (leg.get("notebook_seconds") or {}).items():
+            per_notebook[notebook] = round(per_notebook.get(notebook, 0.0) + float(seconds or 0.0), 1)
     return {"start_time_utc": used[0].get("start_time_utc"), "legs": len(used),
+            "notebook_seconds": per_notebook,
+            "legs_without_notebook_seconds": sum(1 for leg in used if not isinstance(leg.get("notebook_seconds"), dict)),
+            "legs_reconstructed": sum(1 for leg in used if leg.get("notebook_seconds_reconstructed")),
             "seconds": round(sum(float(leg.get("seconds") or 0.0) for leg in used), 1),
             "machines": sorted({str(leg.get("machine")) for leg in used if leg.get("machine")}),
             "jobs": sorted({int(leg.get("jobs") or 1) for leg in used}),

@@ -3,15 +3,17 @@ import json
 
 import pytest
 
-from taser_book.reproduce import clean_run_sentence, reproduce
+from taser_book.reproduce import clean_run_notebooks, clean_run_sentence, reproduce
 from taser_book.run_ledger import LEDGER_NAME, Leg, clean_run, read_legs, run_cache_id, runs_cache_is_empty
 
 from test_reproduce import GOOD, write_notebook
 
 
-def leg(start, seconds, *, empty=False, only=None, notebooks=None, jobs=2, machine="Xeon (2 cores)", cache=None):
+def leg(start, seconds, *, empty=False, only=None, notebooks=None, jobs=2, machine="Xeon (2 cores)", cache=None,
+        per_notebook=None):
     return {"start_time_utc": start, "seconds": seconds, "run_cache_empty": empty, "only": only, "jobs": jobs,
-            "machine": machine, "notebooks": notebooks or {}, "run_cache": cache}
+            "machine": machine, "notebooks": notebooks or {}, "run_cache": cache,
+            **({"notebook_seconds": per_notebook} if per_notebook is not None else {})}
 
 
 def test_a_run_cache_with_only_hashes_and_locks_is_empty(tmp_path):
@@ -50,13 +52,54 @@ def test_clean_run_starts_at_the_last_empty_cache_run_of_every_notebook_and_sums
             leg("2026-12-01", 60.0, notebooks={"a": "skipped", "b": "skipped"})]            # after it was done
     run = clean_run(legs, ["a", "b"])
     assert run == {"start_time_utc": "2026-11-29T10", "legs": 2, "seconds": 4800.0, "done": 2, "notebooks": 2,
-                   "complete": True, "machines": ["EPYC (2 cores)", "Xeon (2 cores)"], "jobs": [1, 2]}
+                   "complete": True, "machines": ["EPYC (2 cores)", "Xeon (2 cores)"], "jobs": [1, 2],
+                   "notebook_seconds": {}, "legs_without_notebook_seconds": 2, "legs_reconstructed": 0}
     assert "**80 minutes (1.3 h) of wall time** in 2 legs" in clean_run_sentence("cpu", run)
     unfinished = clean_run(legs[:3], ["a", "b"])
     assert not unfinished["complete"] and unfinished["done"] == 1
     assert "1 of 2 notebooks done; it is not finished" in clean_run_sentence("cpu", unfinished)
     assert clean_run(legs[1:2], ["a", "b"]) is None
     assert "no run of every notebook" in clean_run_sentence("cpu", None)
+
+
+def test_a_leg_keeps_each_notebooks_seconds_while_it_runs_and_when_killed(tmp_path):
+    now = [0.0]
+    with Leg(tmp_path, start_time_utc="2026-11-29T09:00:00", only=None, jobs=2, run_cache_empty=True,
+             machine="Xeon (2 cores)", git_revision="abc", clock=lambda: now[0], heartbeat_s=3600) as first:
+        first.start("a"), first.start("b"), first.start("c")
+        now[0] = 10.0
+        first.record("c", "skipped")   # up to date: no time spent on its page
+        now[0] = 40.0
+        first._write()                 # a beat while a and b run
+        assert read_legs(tmp_path)[0]["notebook_seconds"] == {"a": 40.0, "b": 40.0}
+        now[0] = 100.0
+        first.record("a", "ok")
+        now[0] = 130.0
+        first.record("b", "failed")     # a failed attempt's time counts too
+    assert read_legs(tmp_path)[0]["notebook_seconds"] == {"a": 100.0, "b": 130.0}
+    killed = Leg(tmp_path, start_time_utc="2026-11-29T10:00:00", only=None, jobs=2, run_cache_empty=False,
+                 machine="Xeon (2 cores)", git_revision="abc", clock=lambda: now[0], heartbeat_s=3600)
+    killed._write()
+    killed.start("b")
+    now[0] = 150.0
+    killed._write()                    # its last beat before the session ended
+    assert read_legs(tmp_path)[1]["notebook_seconds"] == {"b": 20.0} and not read_legs(tmp_path)[1]["finished"]
+
+
+def test_clean_run_sums_each_notebooks_seconds_over_legs_and_attempts():
+    legs = [leg("2026-11-29T09", 900.0, empty=True, notebooks={"a": "ok"}),                    # before the ledger kept them
+            leg("2026-11-29T10", 600.0, notebooks={"a": "ok", "b": "failed"}, per_notebook={"a": 60.0, "b": 600.0}),
+            leg("2026-11-29T11", 300.0, notebooks={"a": "ok", "b": "ok"}, per_notebook={"a": 30.0, "b": 300.0})]
+    legs[1]["notebook_seconds_reconstructed"] = "filled in from the pages' meta.json"
+    run = clean_run(legs, ["a", "b"])
+    assert run["notebook_seconds"] == {"a": 90.0, "b": 900.0}
+    assert run["legs_without_notebook_seconds"] == 1 and run["legs_reconstructed"] == 1
+    lines = clean_run_notebooks(run)
+    rows = [line for line in lines if line.startswith("| [")]
+    assert rows == ["| [b](../notebooks/b.ipynb) | 15.0 |", "| [a](../notebooks/a.ipynb) | 1.5 |"]  # most first
+    assert "1 of its legs ran before the ledger kept" in "".join(lines)
+    assert "1 leg recorded no per-notebook seconds" in "".join(lines)
+    assert clean_run_notebooks(clean_run(legs[:1], ["a", "b"])) == [] and clean_run_notebooks(None) == []
 
 
 def test_a_run_cache_keeps_its_identity_and_legs_on_another_cache_are_not_counted(tmp_path):
@@ -79,6 +122,7 @@ def test_reproduce_records_its_leg(tmp_path, monkeypatch):
     (only,) = read_legs(results / "smoke")
     assert only["finished"] and only["run_cache_empty"] and only["jobs"] == 2 and only["seconds"] > 0
     assert only["notebooks"] == {"a": "ok", "b": "failed"}
+    assert set(only["notebook_seconds"]) == {"a", "b"} and all(v > 0 for v in only["notebook_seconds"].values())
     assert only["run_cache"] == run_cache_id(tmp_path / "runs")
     assert json.loads((results / "smoke" / "a" / "meta.json").read_text())["run_cache"] == only["run_cache"]
     run = clean_run(read_legs(results / "smoke"), ["a", "b"])
