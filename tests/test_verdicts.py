@@ -511,6 +511,8 @@ def test_the_claims_files_preconditions_are_declared_and_measured():
     assert {"capacity-same-data", "cas-beat-first-stage"} <= set(claims["D-T2-test-gap"].requires)
     assert all("distillation-students-moved" in claims[c].requires for c in ("D-T1-ours-best", "D-T7-colbert",
                                                                                "D-T8-label-smoothing"))
+    # Table 6 compares distilled students too: a teacher worth distilling, as Table 1's loss comparisons need
+    assert "teacher-leads-students" in claims["D-T6-k20-over-k2"].requires
     # Tables 4, 5's students start from the default cut to L layers, scored on the page as `zero-shot` at each size
     assert {"teacher-leads-students", "small-students-moved"} <= set(claims["D-T45-small-students"].requires)
     assert all("retrievers-trained" in claims[c].requires for c in ("T1-taser-vs-dpr", "TA1-shared-not-worse"))
