@@ -137,14 +137,17 @@ class Leg:
             self.entry["seconds"] = round(now - self.started, 1)
             entry = json.loads(json.dumps(self.entry))
             for notebook, since in self._running.items():
-                spent = entry["notebook_seconds"].get(notebook, 0.0) + now - since
-                entry["notebook_seconds"][notebook] = round(spent, 1)
+                entry["notebook_seconds"][notebook] = self._spent(notebook, since, now)
         try:
             with _locked(self.profile_dir):
                 legs = [leg for leg in read_legs(self.profile_dir) if leg.get("id") != entry["id"]]
                 atomic_write_json(self.profile_dir / LEDGER_NAME, [*legs, entry])
         except OSError:  # a read-only results folder: the run goes on without its ledger
             pass
+
+    def _spent(self, notebook: str, since: float, now: float) -> float:
+        """A notebook's seconds in this leg: what it had before this attempt, and this attempt's from `since`."""
+        return round(self.entry["notebook_seconds"].get(notebook, 0.0) + now - since, 1)
 
     def start(self, notebook: str) -> None:
         """A notebook begins: its seconds count from now (in every beat) until `record`."""
@@ -157,8 +160,7 @@ class Leg:
             self.entry["notebooks"][notebook] = status
             since = self._running.pop(notebook, None)
             if since is not None and status != "skipped":
-                spent = self.entry["notebook_seconds"].get(notebook, 0.0) + self.clock() - since
-                self.entry["notebook_seconds"][notebook] = round(spent, 1)
+                self.entry["notebook_seconds"][notebook] = self._spent(notebook, since, self.clock())
         self._write()
 
     def __enter__(self) -> "Leg":
