@@ -45,7 +45,7 @@ from taser_lib.errors import ConfigError, FormatError, TaserError
 from taser_lib.io import atomic_path, atomic_write_json, atomic_write_text
 from taser_lib.meta import machine_description, run_metadata
 from taser_lib.progress import PROGRESS_ENV
-from .run_ledger import Leg, Ticker, clean_run, read_legs, run_cache_id, runs_cache_is_empty
+from .run_ledger import Leg, Ticker, clean_run, hours_into_run, read_legs, run_cache_id, runs_cache_is_empty
 from .scorecard import (JUDGING_FILES, NOT_TESTABLE, TESTABLE, claim_anchor, claim_link, escape_markdown,
                         verdict_counts_table)
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
@@ -62,7 +62,7 @@ REQUIRED_KEYS = (
     "n_docs", "top_k", "cell_timeout_s",
 )
 RUNNER_PARAMETERS = ("profile", "results_dir")  # set by the runner only
-_NOT_PARAMETERS = ("description", "extends", "notebooks", "run_first", "cell_timeout_s")  # never injected
+_NOT_PARAMETERS = ("description", "extends", "notebooks", "run_first", "cell_timeout_s", "budget_hours")  # never injected
 KERNEL = "python3"
 FORCE_ENV = "TASER_FORCE_RETRAIN"  # a forced run's start time (Unix): the run cache retrains runs finished before
 
@@ -167,6 +167,10 @@ def _validate(name: str, body: dict[str, Any], path: Path, line: int | None) -> 
     if not isinstance(run_first, list) or not all(isinstance(s, str) for s in run_first):
         raise FormatError(path, line, f"profiles.{name}.run_first", f"must be a list of notebook stems, got "
                                                                      f"{run_first!r}")
+    budget = body.get("budget_hours")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
+        raise FormatError(path, line, f"profiles.{name}.budget_hours", f"must be a positive number of hours or null, "
+                                                                        f"got {budget!r}")
     for where, keys in [(f"profiles.{name}", body), *((f"profiles.{name}.notebooks.{s}", o)
                                                       for s, o in notebooks.items())]:
         reserved = [k for k in RUNNER_PARAMETERS if k in keys]
@@ -1172,6 +1176,63 @@ def clean_run_notebooks(run: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
+def _judged(card: pd.DataFrame | None, notebook: str, profile: str) -> int | None:
+    """How many of a notebook's claims have a verdict (holds, fails, within noise) at `profile`; None without the
+    scorecard's column."""
+    column = f"verdict ({profile})"
+    if card is None or column not in card:
+        return None
+    return int(card.loc[card["notebook"] == notebook, column].isin(TESTABLE).sum())
+
+
+def _profile_budgets() -> dict[str, float | None]:
+    """Each profile's `budget_hours` (the wall time a whole run of it is sized for); none when profiles.yaml cannot
+    be read, so the Run times page still builds."""
+    try:
+        return {name: body.get("budget_hours") for name, body in load_profiles().items()}
+    except TaserError:
+        return {}
+
+
+def clean_run_hours(run: Mapping[str, Any] | None, profile_dir: str | os.PathLike, card: pd.DataFrame | None,
+                    profile: str, budget_hours: float | None) -> list[str]:
+    """What each hour of a clean run (`clean_run`) buys: the notebooks it has done in the order their results were
+    written (each `meta.json`'s `time_utc`, placed on the run's wall clock by `hours_into_run`), with the claims
+    each decides at `profile` and the running count, then how many were done within `budget_hours` and what the
+    hours past it bought. No lines without a run or a done notebook."""
+    if not run or not run.get("done_notebooks"):
+        return []
+    rows = []
+    for notebook in run["done_notebooks"]:
+        try:
+            meta = read_meta(Path(profile_dir) / notebook) or {}
+        except FormatError:
+            meta = {}
+        rows.append((hours_into_run(run, meta.get("time_utc")), notebook, _judged(card, notebook, profile)))
+    rows.sort(key=lambda row: (row[0] is None, row[0] or 0.0, row[1]))
+    lines = ["", "What the hours bought: each notebook the run has done, at the hour of the run's wall time when its "
+             "result was written (sessions' gaps left out; a page run again after its notebook or a library file changed stands at its last run), with the claims its page decides at this profile (holds, "
+             "fails or within noise, in the scorecard now; a claim whose premise another page measures counts on its "
+             "own page):", "", "| hours into the run | notebook | claims decided | decided so far |",
+             "| ---: | --- | ---: | ---: |"]
+    total = 0
+    for hours, notebook, judged in rows:
+        total += judged or 0
+        lines.append(f"| {'–' if hours is None else f'{hours:.1f}'} | [{notebook}](../notebooks/{notebook}.ipynb) | "
+                     f"{'–' if judged is None else judged} | {total if judged is not None else '–'} |")
+    if budget_hours and card is not None:
+        within = [r for r in rows if r[0] is not None and r[0] <= budget_hours]
+        after = [r for r in rows if r not in within]
+        hours = run["seconds"] / 3600
+        lines += ["", f"Within the profile's {budget_hours:g}-hour budget the run did {len(within)} of "
+                  f"{run['notebooks']} notebooks, deciding {sum(r[2] or 0 for r in within)} claims; the "
+                  f"{hours - budget_hours:.1f} hours past it " + ("so far " if not run["complete"] else "")
+                  + f"did {len(after)} more, deciding {sum(r[2] or 0 for r in after)}."
+                  if hours > budget_hours else
+                  f"The run took {hours:.1f} of the profile's {budget_hours:g}-hour budget."]
+    return lines
+
+
 def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, out_md: str | os.PathLike,
                     card: pd.DataFrame | None = None) -> None:
     """The book's page of run times (book/runs.md in the assembled sources); with the scorecard (`card`), what each
@@ -1201,10 +1262,12 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
         lines += ["", "In all: " + "; ".join(f"`{p}` {m:g} minutes" for p, m in totals.items()) + "."]
         stems = [p.stem for p in find_notebooks(root)]
         lines += ["", "## One run of the whole profile", ""]
+        budgets = _profile_budgets()
         for p in totals.index:
             if p != "smoke":
                 run = clean_run(read_legs(Path(results_root) / p), stems)
-                lines += [clean_run_sentence(p, run), *clean_run_notebooks(run), ""]
+                lines += [clean_run_sentence(p, run), *clean_run_notebooks(run),
+                          *clean_run_hours(run, Path(results_root) / p, card, p, budgets.get(p)), ""]
     atomic_write_text(Path(out_md), "\n".join(lines) + "\n")
 
 

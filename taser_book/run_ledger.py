@@ -22,7 +22,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -203,10 +204,42 @@ def clean_run(legs: Sequence[dict[str, Any]], notebooks: Sequence[str]) -> dict[
         for notebook, seconds in (leg.get("notebook_seconds") or {}).items():
             per_notebook[notebook] = round(per_notebook.get(notebook, 0.0) + float(seconds or 0.0), 1)
     return {"start_time_utc": used[0].get("start_time_utc"), "legs": len(used),
-            "notebook_seconds": per_notebook,
+            "notebook_seconds": per_notebook, "done_notebooks": sorted(wanted & done),
+            "spans": [[str(leg.get("start_time_utc")), float(leg.get("seconds") or 0.0)] for leg in used],
             "legs_without_notebook_seconds": sum(1 for leg in used if not isinstance(leg.get("notebook_seconds"), dict)),
             "legs_reconstructed": sum(1 for leg in used if leg.get("notebook_seconds_reconstructed")),
             "seconds": round(sum(float(leg.get("seconds") or 0.0) for leg in used), 1),
             "machines": sorted({str(leg.get("machine")) for leg in used if leg.get("machine")}),
             "jobs": sorted({int(leg.get("jobs") or 1) for leg in used}),
             "done": len(wanted & done), "notebooks": len(wanted), "complete": wanted <= done}
+
+
+def _utc(text: Any) -> datetime | None:
+    """An ISO time from the ledger or a `meta.json` as an aware UTC datetime (a naive one is read as UTC)."""
+    try:
+        when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def hours_into_run(run: Mapping[str, Any], when_utc: Any) -> float | None:
+    """How many hours of the run's wall time (`clean_run`'s legs, gaps between sessions left out) had passed at
+    `when_utc`, for example when a page's result was written (its `meta.json`'s `time_utc`). A time between two legs
+    counts as the end of the earlier one, a time up to a heartbeat after a killed leg's last record as that record;
+    None for a time before the run started or after its last leg (another run's result), or unreadable."""
+    when = _utc(when_utc)
+    if when is None:
+        return None
+    elapsed = 0.0
+    for start_text, seconds in run.get("spans") or []:
+        start = _utc(start_text)
+        if start is None:
+            return None
+        offset = (when - start).total_seconds()
+        if offset < 0:
+            return elapsed / 3600 if elapsed else None
+        if offset <= seconds + HEARTBEAT_S:
+            return (elapsed + min(offset, seconds)) / 3600
+        elapsed += seconds
+    return None

@@ -99,6 +99,11 @@ def test_parameter_override_order(tmp_path, monkeypatch):
     assert "mine" in load_profiles()
 
 
+def test_a_profiles_budget_is_read_but_never_injected_into_a_notebook():
+    assert load_profiles()["cpu"]["budget_hours"] == 4 and load_profiles()["gpu"]["budget_hours"] is None
+    assert "budget_hours" not in profile_parameters("cpu", "de_capacity")
+
+
 def test_packaged_per_notebook_override_applies():
     full = profile_parameters("full", "de_distillation")
     assert full["max_passage_length"] == 200 and full["max_query_length"] == 30   # the second paper's App. B
@@ -112,6 +117,8 @@ def test_packaged_per_notebook_override_applies():
     ({"broken": {"extends": "smoke", "results_dir": "/tmp/x"}}, "profiles.broken"),
     ({"broken": {"extends": "smoke", "notebooks": {"nb": {"profile": "cpu"}}}}, "profiles.broken.notebooks.nb"),
     ({"a": {"extends": "b"}, "b": {"extends": "a"}}, "extends"),
+    ({"broken": {"extends": "smoke", "budget_hours": "four"}}, "profiles.broken.budget_hours"),
+    ({"broken": {"extends": "smoke", "budget_hours": 0}}, "profiles.broken.budget_hours"),
 ])
 def test_bad_profiles_name_file_and_field(tmp_path, body, field):
     path = tmp_path / "bad.yaml"

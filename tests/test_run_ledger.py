@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from taser_book.reproduce import clean_run_notebooks, clean_run_sentence, reproduce
-from taser_book.run_ledger import LEDGER_NAME, Leg, clean_run, read_legs, run_cache_id, runs_cache_is_empty
+from taser_book.reproduce import clean_run_hours, clean_run_notebooks, clean_run_sentence, reproduce
+from taser_book.run_ledger import (LEDGER_NAME, Leg, clean_run, hours_into_run, read_legs, run_cache_id,
+                                   runs_cache_is_empty)
 
 from test_reproduce import GOOD, write_notebook
 
@@ -53,7 +54,8 @@ def test_clean_run_starts_at_the_last_empty_cache_run_of_every_notebook_and_sums
     run = clean_run(legs, ["a", "b"])
     assert run == {"start_time_utc": "2026-11-29T10", "legs": 2, "seconds": 4800.0, "done": 2, "notebooks": 2,
                    "complete": True, "machines": ["EPYC (2 cores)", "Xeon (2 cores)"], "jobs": [1, 2],
-                   "notebook_seconds": {}, "legs_without_notebook_seconds": 2, "legs_reconstructed": 0}
+                   "notebook_seconds": {}, "legs_without_notebook_seconds": 2, "legs_reconstructed": 0,
+                   "done_notebooks": ["a", "b"], "spans": [["2026-11-29T10", 3600.0], ["2026-11-30", 1200.0]]}
     assert "**80 minutes (1.3 h) of wall time** in 2 legs" in clean_run_sentence("cpu", run)
     unfinished = clean_run(legs[:3], ["a", "b"])
     assert not unfinished["complete"] and unfinished["done"] == 1
@@ -133,3 +135,41 @@ def test_reproduce_records_its_leg(tmp_path, monkeypatch):
 def test_an_unreadable_ledger_reads_as_no_legs(tmp_path, content):
     (tmp_path / LEDGER_NAME).write_text(content)
     assert read_legs(tmp_path) == []
+
+
+def test_hours_into_run_puts_a_time_on_the_runs_wall_clock_without_the_gaps_between_sessions():
+    run = clean_run([leg("2026-11-29T09:00:00+00:00", 3600.0, empty=True, notebooks={"a": "ok"}),
+                     leg("2026-11-29T12:00:00+00:00", 1800.0, notebooks={"b": "ok"})], ["a", "b"])
+    assert run["spans"] == [["2026-11-29T09:00:00+00:00", 3600.0], ["2026-11-29T12:00:00+00:00", 1800.0]]
+    assert hours_into_run(run, "2026-11-29T09:30:00+00:00") == 0.5
+    assert hours_into_run(run, "2026-11-29T11:00:00+00:00") == 1.0      # between the legs: the end of the first
+    assert hours_into_run(run, "2026-11-29T10:00:20") == 1.0           # a beat after a killed leg's last record
+    assert hours_into_run(run, "2026-11-29T12:15:00Z") == 1.25
+    assert hours_into_run(run, "2026-11-29T08:00:00+00:00") is None    # before the run: another run's result
+    assert hours_into_run(run, "2026-11-29T13:00:00+00:00") is None    # after its last leg
+    assert hours_into_run(run, "not a time") is None and hours_into_run(run, None) is None
+
+
+def test_the_run_times_page_says_what_each_hour_of_the_run_bought(tmp_path):
+    import pandas as pd
+
+    for notebook, finished in [("a", "2026-11-29T11:00:00+00:00"), ("b", "2026-11-29T14:30:00+00:00"),
+                               ("c", "2026-11-28T08:00:00+00:00")]:
+        (tmp_path / notebook).mkdir()
+        (tmp_path / notebook / "meta.json").write_text(json.dumps({"time_utc": finished, "status": "ok"}))
+    legs = [leg("2026-11-29T09:00:00+00:00", 3 * 3600.0, empty=True, notebooks={"a": "ok", "c": "ok"}),
+            leg("2026-11-29T14:00:00+00:00", 2 * 3600.0, notebooks={"b": "ok"})]
+    run = clean_run(legs, ["a", "b", "c", "d"])
+    card = pd.DataFrame({"notebook": ["a", "a", "b", "b", "b"],
+                         "verdict (cpu)": ["holds", "not testable here", "fails", "within noise", "holds"]})
+    lines = clean_run_hours(run, tmp_path, card, "cpu", budget_hours=3)
+    rows = [line for line in lines if line.startswith("| ") and "[" in line]
+    assert rows == ["| 2.0 | [a](../notebooks/a.ipynb) | 1 | 1 |",
+                    "| 3.5 | [b](../notebooks/b.ipynb) | 3 | 4 |",
+                    "| – | [c](../notebooks/c.ipynb) | 0 | 4 |"]    # written before the run: not placed on its clock
+    assert ("Within the profile's 3-hour budget the run did 1 of 4 notebooks, deciding 1 claims; the 2.0 hours past "
+            "it so far did 2 more, deciding 3.") in lines[-1]
+    assert "took 5.0 of the profile's 6-hour budget" in clean_run_hours(run, tmp_path, card, "cpu", 6)[-1]
+    assert clean_run_hours(None, tmp_path, card, "cpu", 3) == []
+    no_card = clean_run_hours(run, tmp_path, None, "cpu", 3)
+    assert "| 2.0 | [a](../notebooks/a.ipynb) | – | – |" in no_card and not no_card[-1].startswith("Within")
