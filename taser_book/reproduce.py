@@ -417,8 +417,21 @@ def _publish(staging: Path, final: Path) -> None:
         shutil.rmtree(backup)
 
 
-def _point_at(executed: Path, staged: str, final: str) -> None:
-    """Make the executed notebook's injected `results_dir` name where its results end up, not the staging folder."""
+def tidy_executed(nb, missing_note: str | None = None) -> None:
+    """The committed executed notebook as the book shows it (`book_notebook`): its injected parameters cell collapsed
+    (`hide-input`) and its outputs cleaned (`_clean_outputs`: no stderr, timers, machine paths or NaN), so a reader
+    who opens `results/<profile>/<page>/notebook.ipynb` sees what the page shows."""
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags and "hide-input" not in tags:
+            cell.metadata["tags"] = [*tags, "hide-input"]
+        if cell.get("cell_type") == "code":
+            cell.outputs = _clean_outputs(cell.get("outputs", []), missing_note)
+
+
+def _point_at(executed: Path, staged: str, final: str, missing_note: str | None = None) -> None:
+    """Make the executed notebook's injected `results_dir` name where its results end up, not the staging folder,
+    and tidy it as the book shows it (`tidy_executed`)."""
     import nbformat
     from papermill.translators import PythonTranslator
 
@@ -427,6 +440,7 @@ def _point_at(executed: Path, staged: str, final: str) -> None:
     for cell in nb.cells:
         if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             cell.source = cell.source.replace(old, new)
+    tidy_executed(nb, missing_note)
     papermill_meta = nb.metadata.get("papermill", {})
     papermill_meta.get("parameters", {})["results_dir"] = final
     # paths as seen from the notebook's folder, like `results_dir`: a committed copy names no machine's folders
@@ -618,7 +632,11 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     meta.setdefault("hardware", machine_description())  # the kernel's record, when it saved one, names the GPU too
     meta.setdefault("run_cache", run_cache_id(_kernel_runs_root(path.parent), create=False))  # whose runs it read
     atomic_write_json(staging / META_NAME, meta)
-    _point_at(executed, params["results_dir"], os.path.relpath(final, path.parent))
+    try:
+        missing_note = load_missing_value_notes(path.parent.parent).get(stem)
+    except ConfigError:  # a malformed book/missing_values.yaml: the book build names it; the page keeps the default
+        missing_note = None
+    _point_at(executed, params["results_dir"], os.path.relpath(final, path.parent), missing_note)
     _publish(staging, final)
     failed_copy.unlink(missing_ok=True)
     _remove_if_empty(staging.parent)

@@ -230,6 +230,28 @@ def test_run_notebook_writes_results_meta_and_executed_copy(repo, tmp_path):
     assert not (results / "smoke" / ".staging").exists()
 
 
+NOISY = GOOD + """import sys
+print("wall time 12 s")
+print("questions compared: 5")
+print("a warning", file=sys.stderr)
+pd.DataFrame({"model": ["a", "b"], "value": [1.0, float("nan")]})
+"""
+
+
+def test_the_committed_executed_copy_is_tidied_as_the_book_shows_it(repo, tmp_path):
+    """A reader who opens results/<profile>/<page>/notebook.ipynb sees the page: the injected parameters (with their
+    results path) collapsed, and no stderr, timers or NaN in the outputs."""
+    write_notebook(repo / "notebooks" / "noisy.ipynb", NOISY)
+    run = run_notebook(repo / "notebooks" / "noisy.ipynb", "smoke", tmp_path / "results", progress=False)
+    assert run.status == "ok", run.note
+    executed = nbformat.read(tmp_path / "results" / "smoke" / "noisy" / "notebook.ipynb", as_version=4)
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert "hide-input" in injected[0].metadata["tags"]
+    outputs = json.dumps([c.get("outputs", []) for c in executed.cells], ensure_ascii=False)
+    assert "questions compared: 5" in outputs and "12 s" not in outputs and "a warning" not in outputs
+    assert "NaN" not in outputs and "–" in outputs
+
+
 def test_failed_run_keeps_the_good_result(repo, tmp_path):
     results = tmp_path / "results"
     notebook = repo / "notebooks" / "tiny.ipynb"
