@@ -1067,15 +1067,13 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
         tags = list(cell.metadata.get("tags", []))
         wanted = tags_by_source.get(cell.source, [])
         tags = [t for t in tags if t not in _HIDDEN_TAGS or t in wanted] + [t for t in wanted if t not in tags]
-        if "injected-parameters" in tags and "hide-input" not in tags:
-            tags.append("hide-input")
         if tags:
             cell.metadata["tags"] = tags
-        if cell.cell_type == "code":
-            cell.outputs = _clean_outputs(cell.get("outputs", []), missing_note)
-            if claims is not None and executed is not None and _shows_claims(cell.source) \
-                    and "import" not in cell.source:
-                cell.outputs = [_claims_output(claims)]
+    tidy_executed(nb, missing_note)  # as the runner left it; a copy made before it did is tidied here
+    for cell in nb.cells:
+        if cell.cell_type == "code" and claims is not None and executed is not None and _shows_claims(cell.source) \
+                and "import" not in cell.source:
+            cell.outputs = [_claims_output(claims)]
     nb.metadata.pop("widgets", None)  # the progress-bar widgets' saved state: their outputs are gone
 
     notes = []
@@ -1150,7 +1148,7 @@ def claims_judged(card: pd.DataFrame | None, notebook: str, profile: str) -> str
     verdicts = card.loc[card["notebook"] == notebook, column]
     if verdicts.empty:
         return "–"
-    judged, untestable = int(verdicts.isin(TESTABLE).sum()), int((verdicts == NOT_TESTABLE).sum())
+    judged, untestable = _judged(card, notebook, profile), int((verdicts == NOT_TESTABLE).sum())
     return f"{judged} of {len(verdicts)} judged" + (f" ({untestable} {NOT_TESTABLE})" if untestable else "")
 
 
