@@ -94,6 +94,21 @@ def test_a_reinitialised_checkpoint_keeps_the_lower_layers(tmp_path):
         reinitialised_checkpoint("default", 7, root=tmp_path)
 
 
+def test_a_reinitialised_copy_pools_as_its_checkpoint(tmp_path):
+    """The packaged MiniLM is a mean-pooling, cosine sentence encoder: a DE built from its re-initialised copy must be
+    one too, not fall back to [CLS] and a dot product (as copies without the module files did)."""
+    from taser_lib.models import build_model
+    from taser_lib.models.common import checkpoint_pooling
+    from taser_lib.models.weights import default_checkpoint
+
+    folder = reinitialised_checkpoint("default", 2, seed=0, root=tmp_path)
+    assert checkpoint_pooling(folder) == checkpoint_pooling(default_checkpoint()) == ("mean", True)
+    model = build_model("shared", folder)
+    assert model.config.pooling == "mean" and model.config.normalize
+    (folder / "modules.json").unlink()  # a copy written before the module files came along: written again
+    assert checkpoint_pooling(reinitialised_checkpoint("default", 2, seed=0, root=tmp_path)) == ("mean", True)
+
+
 def test_the_gap_figure_fits_the_column_and_labels_its_units():
     gaps = pd.DataFrame([{"dataset": "squad-open", "n_train": n, "seed": 13, "ca − de": g,
                           "ca − de CI low": g - 0.01, "ca − de CI high": g + 0.01}

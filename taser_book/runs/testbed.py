@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -84,8 +85,11 @@ def reinitialised_checkpoint(name_or_path: str, layers: int, *, seed: int = 0,
     """A copy of BERT checkpoint `name_or_path` whose top `layers` transformer layers are re-initialised as BERT
     initialises them (normal(0, initializer_range) weights, zero biases, unit LayerNorms; torch seed `seed`), with
     its tokenizer files: a start from which neither a CA nor a DE is a trained retriever, while the lower layers keep
-    what pre-training learnt. Written once under `<runs root>/checkpoints/` (the run cache fingerprints a checkpoint
-    folder by its content, so the runs that start from it are cached like any other)."""
+    what pre-training learnt. A sentence-transformers checkpoint's module files (modules.json, the pooling folder) come
+    along, so a DE built from the copy pools and normalises as one built from the checkpoint does (the packaged
+    MiniLM: mean pooling, cosine); without them it would fall back to [CLS] pooling and a dot product. Written once
+    under `<runs root>/checkpoints/` (the run cache fingerprints a checkpoint folder by its content, so the runs that
+    start from it are cached like any other)."""
     import torch
     from transformers import BertModel
 
@@ -97,8 +101,9 @@ def reinitialised_checkpoint(name_or_path: str, layers: int, *, seed: int = 0,
     stem = "default" if str(name_or_path) == "default" else Path(str(name_or_path)).name
     where = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:8]  # two folders named "best" differ
     target = Path(root or default_runs_root()) / "checkpoints" / f"{stem}-{where}-top{layers}-reinit-seed{seed}"
-    if (target / "config.json").is_file():
-        return target
+    kept = _kept_files(source)
+    if (target / "config.json").is_file() and all((target / name).exists() for name in kept):
+        return target  # (a copy written before the module files came along lacks them, and is written again)
     model = BertModel.from_pretrained(str(source), add_pooling_layer=False)
     if not 0 < layers <= model.config.num_hidden_layers:
         raise ValueError(f"re-initialise 1 to {model.config.num_hidden_layers} layers, got {layers}")
@@ -116,10 +121,27 @@ def reinitialised_checkpoint(name_or_path: str, layers: int, *, seed: int = 0,
                     module.bias.zero_()
     with atomic_dir(target) as tmp:
         model.save_pretrained(tmp)
-        for f in source.iterdir():
-            if f.is_file() and (f.name.startswith(("tokenizer", "special_tokens", "vocab"))):
-                shutil.copy2(f, tmp / f.name)
+        for name in kept:
+            if (source / name).is_dir():
+                shutil.copytree(source / name, tmp / name)
+            else:
+                shutil.copy2(source / name, tmp / name)
     return target
+
+
+_SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
+
+
+def _kept_files(source: Path) -> list[str]:
+    """What a re-initialised copy takes from `source` besides its weights: the tokenizer files and, for a
+    sentence-transformers checkpoint, its module list, its settings and each module's folder (the pooling's)."""
+    names = [f.name for f in source.iterdir()
+             if f.is_file() and f.name.startswith(("tokenizer", "special_tokens", "vocab"))]
+    names += [name for name in _SENTENCE_TRANSFORMERS_FILES if (source / name).is_file()]
+    if (source / "modules.json").is_file():
+        names += [m["path"] for m in json.loads((source / "modules.json").read_text())
+                  if m.get("path") and (source / m["path"]).is_dir()]
+    return sorted(set(names))
 
 
 def _params(params: Mapping[str, Any], n_train: int | None, n_queries: int | None) -> dict[str, Any]:
