@@ -1213,7 +1213,8 @@ def _profile_budgets() -> dict[str, float | None]:
 def clean_run_hours(run: Mapping[str, Any] | None, profile_dir: str | os.PathLike, card: pd.DataFrame | None,
                     profile: str, budget_hours: float | None) -> list[str]:
     """What each hour of a clean run (`clean_run`) buys: the notebooks it has done in the order their results were
-    written (each `meta.json`'s `time_utc`, placed on the run's wall clock by `hours_into_run`), with the claims
+    written (the time the run's ledger recorded, else each `meta.json`'s `time_utc`: a page made again after the run
+    keeps its place; placed on the run's wall clock by `hours_into_run`), with the claims
     each decides at `profile` and the running count, then how many were done within `budget_hours` and what the
     hours past it bought. No lines without a run or a done notebook."""
     if not run or not run.get("done_notebooks"):
@@ -1224,10 +1225,11 @@ def clean_run_hours(run: Mapping[str, Any] | None, profile_dir: str | os.PathLik
             meta = read_meta(Path(profile_dir) / notebook) or {}
         except FormatError:
             meta = {}
-        rows.append((hours_into_run(run, meta.get("time_utc")), notebook, _judged(card, notebook, profile)))
+        when = (run.get("finished_utc") or {}).get(notebook) or meta.get("time_utc")
+        rows.append((hours_into_run(run, when), notebook, _judged(card, notebook, profile)))
     rows.sort(key=lambda row: (row[0] is None, row[0] or 0.0, row[1]))
     lines = ["", "What the hours bought: each notebook the run has done, at the hour of the run's wall time when its "
-             "result was written (sessions' gaps left out; a page run again after its notebook or a library file changed stands at its last run), with the claims its page decides at this profile (holds, "
+             "result was written (sessions' gaps left out; a page the run made twice, after its notebook or a library file changed, stands at the second time), with the claims its page decides at this profile (holds, "
              "fails or within noise, in the scorecard now; a claim whose premise another page measures counts on its "
              "own page):", "", "| hours into the run | notebook | claims decided | decided so far |",
              "| ---: | --- | ---: | ---: |"]

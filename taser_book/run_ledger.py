@@ -156,12 +156,18 @@ class Leg:
             self._running[notebook] = self.clock()
 
     def record(self, notebook: str, status: str) -> None:
-        """A notebook's outcome (ok | skipped | failed), written at once; a skipped one spent no time on its page."""
+        """A notebook's outcome (ok | skipped | failed), written at once; a skipped one spent no time on its page. A
+        notebook that ran to its result gets the time it finished (`notebook_finished_utc`): the Run times page places
+        it on the run's clock by that, even after its page is made again by a later run."""
         with self._lock:
             self.entry["notebooks"][notebook] = status
             since = self._running.pop(notebook, None)
+            now = self.clock()
             if since is not None and status != "skipped":
-                self.entry["notebook_seconds"][notebook] = self._spent(notebook, since, self.clock())
+                self.entry["notebook_seconds"][notebook] = self._spent(notebook, since, now)
+            if status == "ok":
+                self.entry.setdefault("notebook_finished_utc", {})[notebook] = \
+                    datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds")
         self._write()
 
     def __enter__(self) -> "Leg":
@@ -181,7 +187,9 @@ def clean_run(legs: Sequence[dict[str, Any]], notebooks: Sequence[str]) -> dict[
     the machines and `--jobs`, how many notebooks are done and whether all are (`complete`), and each notebook's
     seconds summed over the legs (`notebook_seconds`; `legs_without_notebook_seconds` counts legs that recorded none,
     from before the ledger kept them, and `legs_reconstructed` those whose per-notebook seconds were filled in
-    afterwards, with the reason in `notebook_seconds_reconstructed`). None when no leg of the whole profile started from an empty run cache."""
+    afterwards, with the reason in `notebook_seconds_reconstructed`), and when each notebook's result was made in
+    the run (`finished_utc`, from the last of its legs that made it and recorded the time). None when no leg of the
+    whole profile started from an empty run cache."""
     wanted = set(notebooks)
     starts = [i for i, leg in enumerate(legs) if leg.get("run_cache_empty") and
               (not leg.get("only") or wanted <= set(leg["only"]))]
@@ -200,11 +208,15 @@ def clean_run(legs: Sequence[dict[str, Any]], notebooks: Sequence[str]) -> dict[
         if wanted <= done:
             break
     per_notebook: dict[str, float] = {}
+    finished: dict[str, str] = {}
     for leg in used:
         for notebook, seconds in (leg.get("notebook_seconds") or {}).items():
             per_notebook[notebook] = round(per_notebook.get(notebook, 0.0) + float(seconds or 0.0), 1)
+        for notebook, when in (leg.get("notebook_finished_utc") or {}).items():
+            if (leg.get("notebooks") or {}).get(notebook) in DONE:
+                finished[notebook] = str(when)  # the last leg that made it
     return {"start_time_utc": used[0].get("start_time_utc"), "legs": len(used),
-            "notebook_seconds": per_notebook, "done_notebooks": sorted(wanted & done),
+            "notebook_seconds": per_notebook, "finished_utc": finished, "done_notebooks": sorted(wanted & done),
             "spans": [[str(leg.get("start_time_utc")), float(leg.get("seconds") or 0.0)] for leg in used],
             "legs_without_notebook_seconds": sum(1 for leg in used if not isinstance(leg.get("notebook_seconds"), dict)),
             "legs_reconstructed": sum(1 for leg in used if leg.get("notebook_seconds_reconstructed")),

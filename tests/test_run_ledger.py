@@ -54,7 +54,8 @@ def test_clean_run_starts_at_the_last_empty_cache_run_of_every_notebook_and_sums
     run = clean_run(legs, ["a", "b"])
     assert run == {"start_time_utc": "2026-11-29T10", "legs": 2, "seconds": 4800.0, "done": 2, "notebooks": 2,
                    "complete": True, "machines": ["EPYC (2 cores)", "Xeon (2 cores)"], "jobs": [1, 2],
-                   "notebook_seconds": {}, "legs_without_notebook_seconds": 2, "legs_reconstructed": 0,
+                   "notebook_seconds": {}, "finished_utc": {}, "legs_without_notebook_seconds": 2,
+                   "legs_reconstructed": 0,
                    "done_notebooks": ["a", "b"], "spans": [["2026-11-29T10", 3600.0], ["2026-11-30", 1200.0]]}
     assert "**80 minutes (1.3 h) of wall time** in 2 legs" in clean_run_sentence("cpu", run)
     unfinished = clean_run(legs[:3], ["a", "b"])
@@ -173,3 +174,31 @@ def test_the_run_times_page_says_what_each_hour_of_the_run_bought(tmp_path):
     assert clean_run_hours(None, tmp_path, card, "cpu", 3) == []
     no_card = clean_run_hours(run, tmp_path, None, "cpu", 3)
     assert "| 2.0 | [a](../notebooks/a.ipynb) | – | – |" in no_card and not no_card[-1].startswith("Within")
+
+
+def test_a_leg_records_when_each_notebook_made_its_result(tmp_path):
+    now = [1_796_000_000.0]   # 2026-11-30T00:53:20 UTC
+    with Leg(tmp_path, start_time_utc="2026-11-30T00:50:00+00:00", only=None, jobs=2, run_cache_empty=True,
+             machine="Xeon (2 cores)", git_revision="abc", clock=lambda: now[0], heartbeat_s=3600) as one:
+        one.start("a")
+        now[0] += 60
+        one.record("a", "ok")
+        one.record("b", "skipped")
+        one.start("c")
+        one.record("c", "failed")
+    entry = read_legs(tmp_path)[-1]
+    assert entry["notebook_finished_utc"] == {"a": "2026-11-30T00:54:20+00:00"}   # not the skipped or failed ones
+    assert clean_run([entry], ["a"])["finished_utc"] == {"a": "2026-11-30T00:54:20+00:00"}
+
+
+def test_a_page_made_again_after_the_run_keeps_its_place_on_the_runs_clock(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "meta.json").write_text(json.dumps({"time_utc": "2026-12-01T10:00:00+00:00", "status": "ok"}))
+    made = leg("2026-11-29T09:00:00+00:00", 3 * 3600.0, empty=True, notebooks={"a": "ok"})
+    run = clean_run([made], ["a"])
+    assert clean_run_hours(run, tmp_path, None, "cpu", None)[-1].startswith("| – |")   # its meta is a later run's
+    made["notebook_finished_utc"] = {"a": "2026-11-29T11:30:00+00:00"}
+    run = clean_run([made, leg("2026-12-01T09:50:00+00:00", 900.0, notebooks={"a": "ok"},
+                               cache=None)], ["a"])
+    assert run["legs"] == 1   # the run was complete after its first leg: the later one is another run's
+    assert clean_run_hours(run, tmp_path, None, "cpu", None)[-1].startswith("| 2.5 | [a]")
