@@ -50,20 +50,19 @@ def question_dependence(model_dir, rset, *, n: int = 200, seed: int = 13, max_le
     rng = random.Random(seed)
     qids = rng.sample(judged, min(n, len(judged)))
     relevant = {q: {d for d, label in zip(rset.candidates[q], rset.labels[q]) if label > 0} for q in judged}
-    rhos, own_rr, other_rr = [], [], []
+    rhos, scores = [], {"own": {}, "other": {}}
     for q in qids:
-        others = [o for o in judged if not relevant[o] & relevant[q]]
-        other = rng.choice(others)
+        other = rng.choice([o for o in judged if not relevant[o] & relevant[q]])
         passages = [passage_text(rset.corpus[d]) for d in rset.candidates[q]]
-        labels = np.asarray(rset.labels[q]) > 0
-        scored = [score_pairs(model, tokenizer, [rset.queries[x].text] * len(passages), passages,
-                              max_length=max_length, progress=False) for x in (q, other)]
-        rhos.append(spearmanr(*scored).statistic)
-        for scores, out in zip(scored, (own_rr, other_rr)):
-            ranks = np.flatnonzero(labels[np.argsort(-scores, kind="stable")])
-            out.append(1 / (ranks[0] + 1) if ranks[0] < 10 else 0.0)
-    return {"questions": len(qids), "spearman": float(np.nanmean(rhos)), "MRR@10 own question": float(np.mean(own_rr)),
-            "MRR@10 other question": float(np.mean(other_rr))}
+        for name, asked in (("own", q), ("other", other)):
+            scores[name][q] = score_pairs(model, tokenizer, [rset.queries[asked].text] * len(passages), passages,
+                                          max_length=max_length, progress=False)
+        rhos.append(spearmanr(scores["own"][q], scores["other"][q]).statistic)
+    sample = rset.subset(qids)
+    mrr = {name: np.mean(list(rerank_per_query(sample, by_query, ("MRR@10",))["MRR@10"].values()))
+           for name, by_query in scores.items()}
+    return {"questions": len(qids), "spearman": float(np.nanmean(rhos)), "MRR@10 own question": float(mrr["own"]),
+            "MRR@10 other question": float(mrr["other"])}
 
 
 def _loop_settings(pairs: list[str]) -> dict:
