@@ -93,3 +93,34 @@ def test_the_gpu_check_runs_at_toy_size_on_this_cpu(tmp_path, shared_data):
     assert "results/smoke/de_margins/meta.json" in names and "results/bench-smoke/encoding.json" in names
     meta = json.loads((tmp_path / "results" / "smoke" / "de_margins" / "meta.json").read_text())
     assert meta["profile"] == "smoke"
+
+
+@pytest.mark.slow
+def test_pages_stopped_at_their_limit_still_leave_the_bench_and_the_run_records(tmp_path, shared_data):
+    """A short slot is tried once: pages that overrun GPU_CHECK_PAGES_TIMEOUT are stopped, and the bench, the
+    tarball and the run cache's records (no weights) still come back."""
+    bundle = tmp_path / "bundle"
+    build = subprocess.run([sys.executable, "tools/gpu_bundle.py", "build", "--out", str(bundle), "--no-wheels",
+                            "--preset", "0", "--mirror", str(shared_data)], cwd=REPO, capture_output=True, text=True)
+    assert build.returncode in (0, 1), build.stderr
+    runs = tmp_path / "runs"
+    (runs / "ca-0123456789ab" / "best").mkdir(parents=True)   # a finished run: its records travel, its model not
+    (runs / "ca-0123456789ab" / "finished.json").write_text("{}")
+    (runs / "ca-0123456789ab" / "best" / "model.safetensors").write_bytes(b"\0" * 64)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHON": sys.executable, "GPU_BUNDLE": str(bundle), "GPU_CHECK_SITE": str(tmp_path / "site"),
+           "GPU_CHECK_PROFILE": "smoke", "GPU_CHECK_DEVICE": "cpu", "GPU_CHECK_BENCH": "quick",
+           "GPU_CHECK_PAGES": "de_margins", "GPU_CHECK_OUT": str(out), "GPU_CHECK_RESULTS": str(tmp_path / "results"),
+           "GPU_CHECK_PAGES_TIMEOUT": "2", "TASER_RUNS_DIR": str(runs)}
+    run = subprocess.run(["bash", "tools/gpu_check.sh"], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 124, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "pages stopped at their limit (2 s)" in run.stdout
+    with tarfile.open(out / "results-smoke.tar.gz") as tar:
+        names = tar.getnames()
+    assert "results/bench-smoke/encoding.json" in names
+    assert not any(n.startswith("results/smoke/") for n in names)   # the stopped page left no result
+    with tarfile.open(out / "runs-smoke.tar.gz") as tar:
+        records = tar.getnames()
+    assert "runs-smoke/ca-0123456789ab/finished.json" in records
+    assert not any(n.endswith(".safetensors") for n in records)

@@ -11,6 +11,12 @@
 # and the data mirror is the bundle's. Results: results/<profile>/<page>/ and results/bench-<profile>/, and one
 # tarball of both in $OUT (or $GPU_CHECK_OUT) for `python tools/gpu_bundle.py collect`.
 # Toy run on a CPU (what `make test` does): GPU_CHECK_PROFILE=smoke GPU_CHECK_DEVICE=cpu GPU_CHECK_BENCH=quick.
+#
+# A short slot cannot be tried twice, so each part has its own limit and the tarball is written whatever happens:
+# GPU_CHECK_PAGES_TIMEOUT / GPU_CHECK_BENCH_TIMEOUT (seconds; unset: no limit) stop the pages or the bench (and the
+# notebooks' kernels), the pages that finished are kept, and a second tarball, runs-<profile>.tar.gz, holds the run
+# cache.s records (each trained run's config, curve, finished.json and per-question results; no model weights),
+# so the runs that finished can be read even when a page did not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -39,15 +45,22 @@ export TASER_DATA_DIR=${TASER_DATA_DIR:-$PWD/.cache/data}
 $PY -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__,
   "gpu", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")'
 say "profile $PROFILE: $PAGES"
+limit() {  # limit SECONDS COMMAND...: the command, stopped after SECONDS (no limit when SECONDS is empty)
+  if [ -n "$1" ]; then local s=$1; shift; timeout --kill-after=15 "$s" "$@"; else shift; "$@"; fi
+}
 status=0
-$PY -m taser_book.cli reproduce --profile "$PROFILE" --only $PAGES --results "$RESULTS" --no-book --allow-dirty --jobs "${GPU_CHECK_JOBS:-2}" \
-  || status=$?
+limit "${GPU_CHECK_PAGES_TIMEOUT:-}" $PY -m taser_book.cli reproduce --profile "$PROFILE" --only $PAGES \
+  --results "$RESULTS" --no-book --allow-dirty --jobs "${GPU_CHECK_JOBS:-2}" || status=$?
+if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+  pkill -f ipykernel_launcher || true   # the stopped notebooks' kernels would hold the GPU during the bench
+  say "pages stopped at their limit (${GPU_CHECK_PAGES_TIMEOUT} s)"
+fi
 say "pages done (status $status)"
 bench_out="$RESULTS/bench-$PROFILE"
 quick=()
 if [ "${GPU_CHECK_BENCH:-full}" = quick ]; then quick=(--quick); fi
-$PY -m taser_book.cli bench "${quick[@]}" --only encoding --device "$DEVICE" --out "$bench_out" --no-progress \
-  || status=$?
+limit "${GPU_CHECK_BENCH_TIMEOUT:-}" $PY -m taser_book.cli bench "${quick[@]}" --only encoding --device "$DEVICE" \
+  --out "$bench_out" --no-progress || status=$?
 say "bench done (status $status)"
 names=()
 for page in $PAGES; do
@@ -57,5 +70,12 @@ if [ -d "$bench_out" ]; then names+=("bench-$PROFILE"); fi
 if [ ${#names[@]} -gt 0 ]; then
   tar czf "$OUT_DIR/results-$PROFILE.tar.gz" -C "$RESULTS" --transform 's|^|results/|' "${names[@]}"
   say "wrote $OUT_DIR/results-$PROFILE.tar.gz: ${names[*]}"
+fi
+runs=${TASER_RUNS_DIR:-runs/cache}
+if [ -d "$runs" ]; then   # the run cache's records, without model weights or checkpoints
+  (cd "$runs" && find . -type f ! -path '*/checkpoint*' ! -path '*/best/*' ! -path '*/final/*' \
+     ! -name '*.safetensors' ! -name '*.bin' ! -name '*.pt' ! -name '*.lock' -print0 \
+     | tar czf - --null -T - --transform "s|^\./|runs-$PROFILE/|") > "$OUT_DIR/runs-$PROFILE.tar.gz" || true
+  say "wrote $OUT_DIR/runs-$PROFILE.tar.gz: the run cache's records"
 fi
 exit "$status"
