@@ -292,6 +292,24 @@ def _threads_per_kernel(jobs: int):
 THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+@contextlib.contextmanager
+def _jax_on_the_cpu():
+    """The kernels see JAX_PLATFORMS=cpu (unless the caller set it). No page uses JAX, but importing bm25s runs one
+    `jax.lax.top_k` where JAX is installed, and on a GPU node that claims 75% of the GPU's memory per kernel: the first
+    `make gpu-check` on an H200 (2026-11-30) failed so, each kernel out of memory beside another's 105 GiB."""
+    if os.environ.get(JAX_ENV):
+        yield
+        return
+    os.environ[JAX_ENV] = "cpu"
+    try:
+        yield
+    finally:
+        os.environ.pop(JAX_ENV, None)
+
+
+JAX_ENV = "JAX_PLATFORMS"
+
+
 def _kernel_runs_root(folder: Path) -> Path:
     """The run cache a kernel started in `folder` trains into and reads (`runs.cache.default_runs_root` from there)."""
     from .runs.cache import ENV_RUNS_DIR, repository_root
@@ -752,7 +770,7 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
         leg.record(run.notebook, run.status)
         return run
 
-    with leg, _force_retrain(force), _threads_per_kernel(jobs), _embeddings_kept(root):  # one retrain time for all
+    with leg, _force_retrain(force), _threads_per_kernel(jobs), _jax_on_the_cpu(), _embeddings_kept(root):  # one retrain time for all
         if jobs == 1:
             runs = [recorded(item) for item in work]
         else:

@@ -56,7 +56,7 @@ def test_collect_files_the_results_and_names_the_revision(tmp_path):
     (made / "gpu" / "de_margins").mkdir(parents=True)
     (made / "gpu" / "de_margins" / "meta.json").write_text(json.dumps({"git_revision": None, "profile": "gpu"}))
     (made / "bench-gpu").mkdir()
-    (made / "bench-gpu" / "encoding.json").write_text("{}")
+    (made / "bench-gpu" / "encoding.json").write_text(json.dumps({"meta": {"git_revision": "0ld+dirty"}}))
     tarball = tmp_path / "results-gpu.tar.gz"
     with tarfile.open(tarball, "w:gz") as tar:
         tar.add(made, arcname="results")
@@ -70,7 +70,9 @@ def test_collect_files_the_results_and_names_the_revision(tmp_path):
     meta = json.loads((root / "results" / "gpu" / "de_margins" / "meta.json").read_text())
     assert meta["git_revision"] == "abc123"
     assert not (root / "results" / "gpu" / "de_margins" / "old.csv").exists()
-    assert (root / "results" / "bench-gpu" / "encoding.json").is_file()
+    bench = json.loads((root / "results" / "bench-gpu" / "encoding.json").read_text())["meta"]
+    # the node's copy held an older .git beside the carried files: the carried revision wins, the other is kept
+    assert bench == {"git_revision": "abc123", "git_revision_on_device": "0ld+dirty"}
 
 
 @pytest.mark.slow

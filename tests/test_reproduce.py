@@ -658,6 +658,27 @@ def test_parallel_kernels_share_the_cores(tmp_path, monkeypatch):
     assert load_result(results / "smoke" / "one", "threads")["omp"] == "3"
 
 
+JAX_PROBE = """import os
+from taser_book.results import save_result
+save_result(results_dir, "jax", {"platforms": os.environ.get("JAX_PLATFORMS")})
+"""
+
+
+def test_kernels_keep_jax_off_the_gpu(tmp_path, monkeypatch):
+    """bm25s runs a JAX op at import where JAX is installed, claiming 75% of a GPU per kernel: the kernels get
+    JAX_PLATFORMS=cpu, unless the caller chose a platform."""
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    root = tmp_path / "proj"
+    write_notebook(root / "notebooks" / "one.ipynb", JAX_PROBE)
+    results = tmp_path / "results"
+    assert reproduce("smoke", root=root, results_root=results, book=False) == 0
+    assert load_result(results / "smoke" / "one", "jax") == {"platforms": "cpu"}
+    assert "JAX_PLATFORMS" not in os.environ  # restored after the run
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    assert reproduce("smoke", root=root, results_root=results, book=False, force=True) == 0
+    assert load_result(results / "smoke" / "one", "jax") == {"platforms": "cuda"}
+
+
 def test_results_are_published_only_from_committed_code(tmp_path):
     """Uncommitted code refuses a publishing run unless allowed; changes under results/ are outputs, not code."""
     import subprocess

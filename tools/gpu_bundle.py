@@ -33,6 +33,7 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Any
 
 # The dependency closure of papermill + ipykernel + bm25s + ir-measures minus what a CUDA image with torch,
 # transformers, pandas, matplotlib, seaborn, scipy, aiohttp, pyyaml, pygments and psutil holds. Left out on purpose:
@@ -155,8 +156,7 @@ def build(args: argparse.Namespace) -> int:
         if not (mirror / name).is_dir():
             raise SystemExit(f"gpu_bundle: no folder {mirror / name} in the data mirror (--mirror)")
         shutil.copytree(mirror / name, out / "data" / name, dirs_exist_ok=True)
-    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
-    (out / "REVISION").write_text(rev + "\n")
+    (out / "REVISION").write_text((revision(root) or "") + "\n")
     bundle, tree = _size(out), checkout_bytes(root)
     print(f"{os.path.relpath(out, root)}: {bundle / 2 ** 20:.1f} MiB (wheels {_size(out / 'wheels') / 2 ** 20:.1f}, "
           f"model {_size(model) / 2 ** 20:.1f}, data {_size(out / 'data') / 2 ** 20:.1f}); the checkout "
@@ -186,9 +186,31 @@ def unpack(args: argparse.Namespace) -> int:
     return 0
 
 
+def revision(root: Path) -> str | None:
+    """The checkout's commit, with '+dirty' when tracked files have uncommitted changes (as `taser_lib.meta`)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _stamp(meta: Any, revision: str) -> bool:
+    """Write `revision` into a result's meta (a dict); True when it changed."""
+    if not isinstance(meta, dict) or meta.get("git_revision") == revision:
+        return False
+    if meta.get("git_revision"):
+        meta["git_revision_on_device"] = meta["git_revision"]
+    meta["git_revision"] = revision
+    return True
+
+
 def collect(args: argparse.Namespace) -> int:
-    """Unpack the GPU node's results tarball into the checkout and write the bundle's revision into every
-    meta.json that has none (no git history travelled)."""
+    """Unpack the GPU node's results tarball into the checkout and write the bundle's revision (the code that was
+    carried) into every meta.json: where no git history travelled the node records none, and where a node's copy
+    holds an older `.git` beside the carried files it records that commit '+dirty' (the first H200 run did), which
+    is kept as `git_revision_on_device`."""
     root = Path(args.root).resolve()
     revision = (Path(args.bundle) / "REVISION").read_text().strip() if (Path(args.bundle) / "REVISION").is_file() \
         else None
@@ -199,11 +221,12 @@ def collect(args: argparse.Namespace) -> int:
                  for p in ([top] if top.name.startswith("bench") else sorted(d for d in top.iterdir() if d.is_dir()))]
         for folder in found:
             meta = folder / "meta.json"
-            if revision and meta.is_file():
-                data = json.loads(meta.read_text())
-                if not data.get("git_revision"):
-                    data["git_revision"] = revision
-                    meta.write_text(json.dumps(data, indent=2) + "\n")
+            records = [(meta, None)] if meta.is_file() else \
+                [(f, "meta") for f in sorted(folder.glob("*.json"))]   # a bench record keeps its meta inside
+            for path, key in records if revision else ():
+                data = json.loads(path.read_text())
+                if _stamp(data if key is None else data.get(key), revision):
+                    path.write_text(json.dumps(data, indent=2) + "\n")
             rel = folder.relative_to(base)
             dest = root / "results" / rel
             if dest.exists():

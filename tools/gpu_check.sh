@@ -42,6 +42,9 @@ fi
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 if [ -d "$BUNDLE/data" ]; then export TASER_DATA_MIRROR="$BUNDLE/data"; fi
 export TASER_DATA_DIR=${TASER_DATA_DIR:-$PWD/.cache/data}
+# No page uses JAX; importing bm25s runs one JAX op where JAX is installed, which on a GPU would claim 75% of its
+# memory per process (the first run on an H200 failed so). `taser reproduce` sets this for its kernels too.
+export JAX_PLATFORMS=${JAX_PLATFORMS:-cpu}
 $PY -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__,
   "gpu", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")'
 say "profile $PROFILE: $PAGES"
