@@ -231,6 +231,10 @@ def test_rows_and_table():
     assert machine_line([{**results[0], "meta": meta}]) == (
         "machine: Xeon (2 cores, 2 torch threads), torch 2.13; auto precision: encode fp32, train fp32 (measured "
         "bf16 over fp32: encode 0.68x, train 1.09x)")
+    gpu = {"device": {"type": "cuda", "name": "NVIDIA H200"}, "versions": {"torch": "2.11.0"},
+           "precision": {"auto": {}, "native_bf16": True, "probe": None}}   # no probe on a GPU: the rule
+    assert machine_line([{**results[0], "meta": gpu}]) == (
+        "machine: NVIDIA H200, torch 2.11.0; auto precision: bf16 (the rule on a GPU with bf16)")
 
 
 # ---- memory and state accounting ----------------------------------------------------------------------------------

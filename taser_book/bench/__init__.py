@@ -75,6 +75,8 @@ def machine_line(results: Iterable[dict[str, Any]]) -> str:
                  if device.get("type") == "cpu" else str(device.get("name")))
         line = f"machine: {where}, torch {meta.get('versions', {}).get('torch')}"
         choice = auto_choice(precision)
+        if device.get("type") == "cuda" and choice == "not resolved":   # no probe on a GPU: bf16 where supported
+            choice = "bf16 (the rule on a GPU with bf16)" if precision.get("native_bf16") else "fp32"
         if choice:
             line += f"; auto precision: {choice}"
         if precision.get("probe"):
