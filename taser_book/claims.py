@@ -315,7 +315,7 @@ class _Map(dict):
         self.lines: dict[Any, int] = {}
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when installed: the book reads every claims file
     pass
 
 
