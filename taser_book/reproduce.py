@@ -293,18 +293,23 @@ THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @contextlib.contextmanager
-def _jax_on_the_cpu():
-    """The kernels see JAX_PLATFORMS=cpu (unless the caller set it). No page uses JAX, but importing bm25s runs one
-    `jax.lax.top_k` where JAX is installed, and on a GPU node that claims 75% of the GPU's memory per kernel: the first
-    `make gpu-check` on an H200 (2026-11-30) failed so, each kernel out of memory beside another's 105 GiB."""
-    if os.environ.get(JAX_ENV):
+def _kernel_env(var: str, value: str):
+    """The kernels inherit `var`=`value` for the run, unless the caller set `var` (then theirs is kept)."""
+    if os.environ.get(var):
         yield
         return
-    os.environ[JAX_ENV] = "cpu"
+    os.environ[var] = value
     try:
         yield
     finally:
-        os.environ.pop(JAX_ENV, None)
+        os.environ.pop(var, None)
+
+
+def _jax_on_the_cpu():
+    """The kernels see JAX_PLATFORMS=cpu. No page uses JAX, but importing bm25s runs one `jax.lax.top_k` where JAX is
+    installed, and on a GPU node that claims 75% of the GPU's memory per kernel: the first `make gpu-check` on an
+    H200 (2026-11-30) failed so, each kernel out of memory beside another's 105 GiB."""
+    return _kernel_env(JAX_ENV, "cpu")
 
 
 JAX_ENV = "JAX_PLATFORMS"
@@ -327,14 +332,8 @@ def _embeddings_kept(root: Path):
     folder the caller chose ($TASER_EMBEDDINGS_DIR) is kept."""
     from .tables.seeded import ENV_EMBEDDINGS_DIR
 
-    if os.environ.get(ENV_EMBEDDINGS_DIR):
+    with _kernel_env(ENV_EMBEDDINGS_DIR, str(_kernel_runs_root(root / "notebooks") / "embeddings")):
         yield
-        return
-    os.environ[ENV_EMBEDDINGS_DIR] = str(_kernel_runs_root(root / "notebooks") / "embeddings")
-    try:
-        yield
-    finally:
-        os.environ.pop(ENV_EMBEDDINGS_DIR, None)
 
 
 def available_cores() -> int:

@@ -156,7 +156,9 @@ def build(args: argparse.Namespace) -> int:
         if not (mirror / name).is_dir():
             raise SystemExit(f"gpu_bundle: no folder {mirror / name} in the data mirror (--mirror)")
         shutil.copytree(mirror / name, out / "data" / name, dirs_exist_ok=True)
-    (out / "REVISION").write_text((revision(root) or "") + "\n")
+    from taser_lib.meta import git_revision   # here only: `unpack` runs on the node before taser_lib is on the path
+
+    (out / "REVISION").write_text((git_revision(root) or "") + "\n")
     bundle, tree = _size(out), checkout_bytes(root)
     print(f"{os.path.relpath(out, root)}: {bundle / 2 ** 20:.1f} MiB (wheels {_size(out / 'wheels') / 2 ** 20:.1f}, "
           f"model {_size(model) / 2 ** 20:.1f}, data {_size(out / 'data') / 2 ** 20:.1f}); the checkout "
@@ -184,16 +186,6 @@ def unpack(args: argparse.Namespace) -> int:
         worst = min(cosine(a[k], b[k]) for k in a)
         print(f"lowest cosine of a weight tensor to the original: {worst:.6f}")
     return 0
-
-
-def revision(root: Path) -> str | None:
-    """The checkout's commit, with '+dirty' when tracked files have uncommitted changes (as `taser_lib.meta`)."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-    try:
-        return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def _stamp(meta: Any, revision: str) -> bool:
