@@ -51,6 +51,7 @@ from .scorecard import (JUDGING_FILES, NOT_TESTABLE, TESTABLE, claim_anchor, cla
 from .results import (  # noqa: F401 (load_result, save_result re-exported)
     EXECUTED_NAME, META_NAME, PROFILE_ORDER, load_result, notebook_sha256, read_meta, save_result,
 )
+from .preserving import preserved_files
 from .results import stale_reason as _recorded_stale_reason
 from .results import _PACKAGES, _file_sha256, _package_root
 
@@ -239,8 +240,9 @@ def page_stale_reason(result_folder: str | os.PathLike, repo_root: str | os.Path
     """Why a page's published result must be made again (None when it is up to date): its notebook or a library file
     it loaded changed (`results.stale_reason`). The claims loader and the scorecard do not count: the book judges every
     page's tables again when it is built. A figure function does count (unlike for the scorecard's verdicts): the
-    page's figures were drawn by the old one."""
-    return _recorded_stale_reason(result_folder, repo_root, ignore=lambda f: f in JUDGING_FILES)
+    page's figures were drawn by the old one. Nor do changes declared result-preserving (`preserving`)."""
+    preserved = preserved_files(result_folder, repo_root)
+    return _recorded_stale_reason(result_folder, repo_root, ignore=lambda f: f in JUDGING_FILES or preserved(f))
 
 
 def result_status(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,

@@ -53,6 +53,7 @@ from taser_lib.errors import ConfigError, TaserError
 from taser_lib.io import atomic_write_text
 from taser_lib.meta import run_metadata
 from .results import META_NAME, PROFILE_ORDER, load_result, read_meta, save_result
+from .preserving import preserved_files
 from .results import stale_reason as _recorded_stale_reason
 
 PLANNED, NOT_RUN, HOLDS, FAILS, WITHIN_NOISE, ERROR = "planned", "not run", "holds", "fails", "within noise", "error"
@@ -118,9 +119,10 @@ DRAWING_FILES = "taser_book/plots/"
 
 def stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> str | None:
     """None when the result is up to date with the checkout at `repo_root`, else why (see `results.stale_reason`);
-    a changed file of JUDGING_FILES or DRAWING_FILES does not count."""
+    a changed file of JUDGING_FILES or DRAWING_FILES does not count, nor a change declared result-preserving."""
+    preserved = preserved_files(result_folder, repo_root)
     return _recorded_stale_reason(result_folder, repo_root,
-                                  ignore=lambda f: f in JUDGING_FILES or f.startswith(DRAWING_FILES))
+                                  ignore=lambda f: f in JUDGING_FILES or f.startswith(DRAWING_FILES) or preserved(f))
 
 
 # ----------------------------------------------------------------------------------------------- tables

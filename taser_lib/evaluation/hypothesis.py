@@ -28,6 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
+from .permutation import sign_flip_test
+
 METHODS = ("randomisation", "t-test")
 
 
@@ -49,7 +51,8 @@ def one_sided(d: Sequence[float] | np.ndarray, *, greater_than: float | None = N
               less_than: float | None = None, method: str = "randomisation", n_resamples: int = 10_000) -> float:
     """p of H1: mean(d) > greater_than (or mean(d) < less_than), from paired differences `d`.
 
-    `randomisation`: sign flips of d - bound (scipy's one-sample `permutation_type="samples"`); `t-test`: the
+    `randomisation`: sign flips of d - bound (scipy's one-sample `permutation_type="samples"`, drawn by
+    `permutation.sign_flip_test`, which gives scipy's p-values without its loop over units); `t-test`: the
     one-sample t-test of d against the bound. Constant differences give p = 0 or 1 (no variance)."""
     if (greater_than is None) == (less_than is None):
         raise ValueError("give exactly one of greater_than and less_than")
@@ -64,10 +67,7 @@ def one_sided(d: Sequence[float] | np.ndarray, *, greater_than: float | None = N
         return 0.0 if (value > 0 if alternative == "greater" else value < 0) else 1.0
     if method == "t-test":
         return float(stats.ttest_1samp(shifted, 0.0, alternative=alternative).pvalue)
-    result = stats.permutation_test((shifted,), np.mean, permutation_type="samples", vectorized=True,
-                                    n_resamples=n_resamples, batch=1000, alternative=alternative,
-                                    rng=np.random.default_rng(0))
-    return float(result.pvalue)
+    return sign_flip_test(shifted, n_resamples=n_resamples, batch=1000, alternative=alternative, seed=0).pvalue
 
 
 def equivalence(d: Sequence[float] | np.ndarray, margin: float, method: str = "t-test") -> Test:

@@ -24,6 +24,7 @@ from typing import Union
 import numpy as np
 from scipy import stats
 
+from .permutation import sign_flip_test
 from .records import read_per_query, select_metric
 
 
@@ -61,13 +62,13 @@ def paired_t_test(a: Mapping[str, float], b: Mapping[str, float]) -> TestResult:
 def randomisation_test(a: Mapping[str, float], b: Mapping[str, float], n_resamples: int = 10_000,
                        seed: int = 0) -> TestResult:
     """Paired randomisation (permutation) test of the mean difference: each query's pair of values is swapped at
-    random (scipy's `permutation_type="samples"`); exact when 2**n <= n_resamples. Resamples are drawn 1000 at a
-    time, so memory stays bounded for thousands of queries."""
+    random, which flips the sign of its difference; exact when 2**n <= n_resamples. The p-value is the one scipy's
+    `permutation_test(permutation_type="samples")` gives for the same seed (`permutation.sign_flip_test` draws the
+    same resamples without scipy's loop over queries). Resamples are drawn 1000 at a time, so memory stays bounded
+    for thousands of queries."""
     x, y = _paired(a, b)
-    result = stats.permutation_test((x, y), lambda u, v, axis: np.mean(u - v, axis=axis),
-                                    permutation_type="samples", vectorized=True, n_resamples=n_resamples,
-                                    batch=1000, alternative="two-sided", rng=np.random.default_rng(seed))
-    return TestResult(float(result.statistic), float(result.pvalue), float(np.mean(x - y)), len(x))
+    result = sign_flip_test(x - y, n_resamples=n_resamples, batch=1000, alternative="two-sided", seed=seed)
+    return TestResult(result.statistic, result.pvalue, float(np.mean(x - y)), len(x))
 
 
 # --- multiple comparisons ------------------------------------------------------------------------------------------

@@ -1,0 +1,102 @@
+"""Library changes declared result-preserving: a faster path to the same numbers does not make pages stale.
+
+A page is stale when a library file it loaded changed since it ran (`results.stale_reason`). Some changes cannot
+change any number a page computes: a test shows the new code gives the old code's results, bit for bit. Each such
+change is one entry of `taser_book/result_preserving_changes.yaml` (data, not code):
+
+    - file: taser_lib/evaluation/significance.py
+      from: <sha256 of the file the pages recorded>
+      to: <sha256 of the file now>
+      why: what changed and why the results cannot
+      shown_by: the test that compares the two
+      requires: {taser_lib/evaluation/permutation.py: <sha256>}   # optional: files the new version loads
+
+A result recorded with `from` counts as current while the file is at `to`, or at any version reached from `to` by
+further entries, and while every file in `requires` (which the page never recorded: the new version brought it in) is
+still at its digest, or reached from it the same way. A change without an entry stales its pages as before.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from taser_lib.errors import FormatError
+from .results import _file_sha256, library_path, read_meta
+
+PRESERVING_CHANGES = "taser_book/result_preserving_changes.yaml"
+FIELDS = ("file", "from", "to", "why", "shown_by")
+Changes = dict[tuple[str, str], dict[str, dict[str, str]]]  # {(file, from): {to: requires}}
+_cache: dict[tuple[str, int, int], Changes] = {}
+
+
+def read_preserving_changes(path: str | os.PathLike) -> Changes:
+    """{(file, from digest): {to digest: {required file: digest}}} of the entries in `path`; an absent file declares
+    none."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _cache:
+        text = path.read_text(encoding="utf-8")
+        try:
+            entries, document = yaml.safe_load(text) or [], yaml.compose(text)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            raise FormatError(path, mark.line + 1 if mark else None, None, f"invalid YAML: {err}") from None
+        if not isinstance(entries, list):
+            raise FormatError(path, 1, None, f"expected a list of changes, got {type(entries).__name__}")
+        table: Changes = {}
+        for i, (entry, node) in enumerate(zip(entries, document.value), 1):
+            line = node.start_mark.line + 1
+            if not isinstance(entry, dict):
+                raise FormatError(path, line, None, f"change {i}: expected a mapping with {', '.join(FIELDS)}")
+            missing = [k for k in FIELDS if not entry.get(k)]
+            if missing:
+                raise FormatError(path, line, missing[0], f"change {i}: missing")
+            requires = entry.get("requires") or {}
+            if not isinstance(requires, dict):
+                raise FormatError(path, line, "requires", f"change {i}: must map files to their sha256")
+            table.setdefault((str(entry["file"]), str(entry["from"])), {})[str(entry["to"])] = {
+                str(k): str(v) for k, v in requires.items()}
+        _cache[key] = table
+    return _cache[key]
+
+
+def preserved_digests(rel_file: str, digest: str, changes: Changes) -> dict[str, dict[str, str]]:
+    """{version: the files it requires} for `digest` and every version of `rel_file` reached from it through
+    declared result-preserving changes (a version's requirements include those of the versions before it)."""
+    reached: dict[str, dict[str, str]] = {digest: {}}
+    todo = [digest]
+    while todo:
+        before = todo.pop()
+        for after, requires in changes.get((rel_file, before), {}).items():
+            if after not in reached:
+                reached[after] = {**reached[before], **requires}
+                todo.append(after)
+    return reached
+
+
+def preserved_files(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> Callable[[str], bool]:
+    """A predicate for `results.stale_reason(ignore=...)`: true for a library file the result recorded that changed
+    since only by declared result-preserving changes."""
+    meta = read_meta(Path(result_folder)) or {}
+    recorded = meta.get("library_files") or {}
+    changes = read_preserving_changes(library_path(PRESERVING_CHANGES, repo_root))
+
+    def current(rel_file: str, digest: str) -> dict[str, str] | None:
+        """What the file's version now requires, when that version is `digest` or reached from it; else None."""
+        path = library_path(rel_file, repo_root)
+        return preserved_digests(rel_file, digest, changes).get(_file_sha256(path)) if path.is_file() else None
+
+    def preserved(rel_file: str) -> bool:
+        if not changes or rel_file not in recorded:
+            return False
+        requires = current(rel_file, recorded[rel_file])
+        return requires is not None and all(current(f, d) is not None for f, d in requires.items())
+
+    return preserved

@@ -1,0 +1,96 @@
+"""Declared result-preserving library changes do not make pages stale (`taser_book.preserving`)."""
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from taser_book import scorecard
+from taser_book.preserving import PRESERVING_CHANGES, read_preserving_changes
+from taser_book.reproduce import page_stale_reason
+from taser_book.results import notebook_sha256
+from taser_lib.errors import FormatError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.fixture
+def page(tmp_path):
+    """A checkout with one page that loaded taser_lib/stats.py at version 'old'."""
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "taser_lib").mkdir()
+    (repo / "taser_book").mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    nbformat.write(nb, repo / "notebooks" / "tiny.ipynb")
+    (repo / "taser_lib" / "stats.py").write_text("old")
+    (repo / "taser_lib" / "fast.py").write_text("fast v1")
+    result = tmp_path / "results" / "cpu" / "tiny"
+    result.mkdir(parents=True)
+    (result / "meta.json").write_text(json.dumps({
+        "library_files": {"taser_lib/stats.py": _sha("old")},
+        "notebook_source": {"path": "notebooks/tiny.ipynb", "sha256": notebook_sha256(repo / "notebooks" / "tiny.ipynb")}}))
+    return repo, result
+
+
+def _declare(repo: Path, *entries: dict) -> None:
+    (repo / PRESERVING_CHANGES).write_text(yaml.safe_dump(list(entries)))
+
+
+def _change(before: str, after: str, **extra) -> dict:
+    return {"file": "taser_lib/stats.py", "from": _sha(before), "to": _sha(after), "why": "faster, same numbers",
+            "shown_by": "tests/test_x.py::test_same", **extra}
+
+
+@pytest.mark.parametrize("stale", [page_stale_reason, scorecard.stale_reason])
+def test_a_declared_change_keeps_the_page_current_and_any_other_does_not(page, stale):
+    repo, result = page
+    assert stale(result, repo) is None
+    (repo / "taser_lib" / "stats.py").write_text("new")
+    assert stale(result, repo) == "library file taser_lib/stats.py changed since the result was made"
+    _declare(repo, _change("old", "new", requires={"taser_lib/fast.py": _sha("fast v1")}))
+    assert stale(result, repo) is None
+    (repo / "taser_lib" / "fast.py").write_text("fast v2")  # what the new version brought in changed: stale again
+    assert "taser_lib/stats.py changed" in stale(result, repo)
+    (repo / "taser_lib" / "fast.py").write_text("fast v1")
+    (repo / "taser_lib" / "stats.py").write_text("newer")  # an undeclared change after a declared one
+    assert "taser_lib/stats.py changed" in stale(result, repo)
+    _declare(repo, _change("old", "new", requires={"taser_lib/fast.py": _sha("fast v1")}), _change("new", "newer"))
+    assert stale(result, repo) is None  # declared changes chain
+    _declare(repo, _change("new", "newer"))  # but not from a version the page never recorded
+    assert "taser_lib/stats.py changed" in stale(result, repo)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("- file: taser_lib/stats.py\n  from: a\n  to: b\n  why: w\n", "yaml:1: field 'shown_by' change 1: missing"),
+    ("file: x\n", "yaml:1: expected a list of changes"),
+    ("- {file: f, from: a, to: b, why: w, shown_by: t}\n- [not, a, mapping]\n", "yaml:2: change 2: expected"),
+    ("- {file: [\n", "invalid YAML"),
+    ("- just a string\n", "yaml:1: change 1: expected a mapping"),
+    ("- {file: f, from: a, to: b, why: w, shown_by: t, requires: [x]}\n", "yaml:1: field 'requires' change 1: must map files"),
+])
+def test_a_malformed_declaration_names_the_file_and_the_change(page, text, message):
+    repo, result = page
+    (repo / PRESERVING_CHANGES).write_text(text)
+    with pytest.raises(FormatError, match=re.escape(message)) as raised:
+        page_stale_reason(result, repo)
+    assert PRESERVING_CHANGES.rsplit("/", 1)[-1] in str(raised.value)
+
+
+def test_every_committed_declaration_names_a_test_that_exists():
+    changes = yaml.safe_load((REPO / PRESERVING_CHANGES).read_text())
+    assert read_preserving_changes(REPO / PRESERVING_CHANGES)
+    for entry in changes:
+        test_file, _, test_name = entry["shown_by"].partition("::")
+        assert re.search(rf"^def {re.escape(test_name)}\(", (REPO / test_file).read_text(), re.M), entry["shown_by"]
+        assert (REPO / entry["file"]).is_file()
+        for required in entry.get("requires") or {}:
+            assert (REPO / required).is_file()
