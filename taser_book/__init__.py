@@ -6,7 +6,7 @@ result files and their provenance, the papers' tables and claims, the scorecard,
 the benchmarks and the `taser` command line.
 
 Layers (each imports only from its own, those before it, and taser_lib; tests/test_layers.py checks it):
-results, claims, run_ledger -> tables -> runs -> plots -> scorecard -> reproduce, bench -> cli
+results, preserving, claims, run_ledger -> tables -> runs -> plots -> scorecard -> reproduce, bench -> cli
 """
 
 from taser_lib import __version__

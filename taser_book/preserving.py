@@ -10,6 +10,11 @@ change is one entry of `taser_book/result_preserving_changes.yaml` (data, not co
       why: what changed and why the results cannot
       shown_by: the test that compares the two
       requires: {taser_lib/evaluation/permutation.py: <sha256>}   # optional: files the new version loads
+      code_sha256: <code_sha256 of the file at `from`>             # optional: a change of docstrings or comments
+
+An entry with `code_sha256` declares that only docstrings and comments changed: `code_sha256(source)` hashes the
+file's syntax tree without its docstrings (comments are never in it), and `tests/test_preserving.py` checks that the
+file at `to` has the hash recorded from the file at `from`.
 
 A result recorded with `from` counts as current while the file is at `to`, or at any version reached from `to` by
 further entries, and while every file in `requires` (which the page never recorded: the new version brought it in) is
@@ -18,6 +23,8 @@ still at its digest, or reached from it the same way. A change without an entry 
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +34,7 @@ from .results import _file_sha256, library_path, read_meta
 
 PRESERVING_CHANGES = "taser_book/result_preserving_changes.yaml"
 FIELDS = ("file", "from", "to", "why", "shown_by")
+OPTIONAL = ("requires", "code_sha256")
 Changes = dict[tuple[str, str], dict[str, dict[str, str]]]  # {(file, from): {to: requires}}
 _cache: dict[tuple[str, int, int], Changes] = {}
 
@@ -58,6 +66,9 @@ def read_preserving_changes(path: str | os.PathLike) -> Changes:
             missing = [k for k in FIELDS if not entry.get(k)]
             if missing:
                 raise FormatError(path, line, missing[0], f"change {i}: missing")
+            unknown = sorted(set(entry) - set(FIELDS) - set(OPTIONAL))
+            if unknown:
+                raise FormatError(path, line, unknown[0], f"change {i}: unknown (expected {', '.join(FIELDS + OPTIONAL)})")
             requires = entry.get("requires") or {}
             if not isinstance(requires, dict):
                 raise FormatError(path, line, "requires", f"change {i}: must map files to their sha256")
@@ -65,6 +76,18 @@ def read_preserving_changes(path: str | os.PathLike) -> Changes:
                 str(k): str(v) for k, v in requires.items()}
         _cache[key] = table
     return _cache[key]
+
+
+def code_sha256(source: str) -> str:
+    """sha256 of a Python file's syntax tree without its docstrings: equal for two versions that differ only in
+    docstrings, comments and layout."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body \
+                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
+                and isinstance(node.body[0].value.value, str):
+            node.body = node.body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
 
 
 def preserved_digests(rel_file: str, digest: str, changes: Changes) -> dict[str, dict[str, str]]:

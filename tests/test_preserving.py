@@ -74,6 +74,7 @@ def test_a_declared_change_keeps_the_page_current_and_any_other_does_not(page, s
     ("file: x\n", "yaml:1: expected a list of changes"),
     ("- {file: f, from: a, to: b, why: w, shown_by: t}\n- [not, a, mapping]\n", "yaml:2: change 2: expected"),
     ("- {file: [\n", "invalid YAML"),
+    ("- {file: f, from: a, to: b, why: w, shown_by: t, reason: r}\n", "yaml:1: field 'reason' change 1: unknown"),
     ("- just a string\n", "yaml:1: change 1: expected a mapping"),
     ("- {file: f, from: a, to: b, why: w, shown_by: t, requires: [x]}\n", "yaml:1: field 'requires' change 1: must map files"),
 ])
@@ -94,3 +95,30 @@ def test_every_committed_declaration_names_a_test_that_exists():
         assert (REPO / entry["file"]).is_file()
         for required in entry.get("requires") or {}:
             assert (REPO / required).is_file()
+
+
+def test_code_sha256_sees_code_and_not_docstrings_or_comments():
+    from taser_book.preserving import code_sha256
+
+    base = '"""Module."""\n\ndef f(x):\n    """Doc."""\n    return x + 1  # one\n\n\nclass C:\n    """C."""\n'
+    assert code_sha256(base) == code_sha256(base.replace("Module.", "Another module.").replace("# one", "# two")
+                                            .replace('"""Doc."""', '"""Other\n    doc."""'))
+    assert code_sha256(base) == code_sha256(base.replace('    """Doc."""\n', ""))  # a docstring dropped
+    # a second string after the docstring is an expression statement: code
+    assert code_sha256(base) != code_sha256(base.replace('    """C."""\n', '    """C."""\n    """Not a docstring."""\n'))
+    assert code_sha256(base) != code_sha256(base.replace("x + 1", "x + 2"))
+
+
+def test_docstring_only_changes_keep_the_code():
+    """Each committed entry with code_sha256: the file at `to` has the code hash recorded from the file at `from`."""
+    from taser_book.preserving import code_sha256
+
+    checked = 0
+    for entry in yaml.safe_load((REPO / PRESERVING_CHANGES).read_text()):
+        if "code_sha256" not in entry:
+            continue
+        text = (REPO / entry["file"]).read_text(encoding="utf-8")
+        if _sha(text) == entry["to"]:
+            assert code_sha256(text) == entry["code_sha256"], entry["file"]
+            checked += 1
+    assert checked >= 1
