@@ -69,6 +69,21 @@ def test_reranking_changes_size_teacher_and_students():
         reranking_changes(variant("taser").load(), PARAMS)
 
 
+def test_rerank_loop_sets_questions_per_step_and_the_evaluation_interval():
+    own = variant("de-one-hot", section="reranking").load().loop
+    plain = _sized("de-one-hot", "reranking", lambda c: reranking_changes(c, {**PARAMS, "n_train": 96}))
+    assert (plain.loop.batch_size, plain.loop.eval_every, plain.loop.max_steps) == \
+        (own.batch_size, own.eval_every, 96 // own.batch_size)
+    sized = {**PARAMS, "n_train": 96, "epochs": 2, "rerank_loop": {"batch_size": 32, "eval_every": 5}}
+    for name in ("ca", "de-one-hot"):
+        config = _sized(name, "reranking", lambda c: reranking_changes(c, sized))
+        assert (config.loop.batch_size, config.loop.eval_every, config.loop.max_steps) == (32, 5, 6)  # 96 * 2 / 32
+    whole = _sized("ca", "reranking", lambda c: reranking_changes(c, {**sized, "n_train": None}))
+    assert whole.loop.max_steps is None and whole.loop.batch_size == 32
+    with pytest.raises(ConfigError, match="rerank_loop: unknown key 'lr'"):
+        reranking_changes(variant("ca", section="reranking").load(), {**PARAMS, "rerank_loop": {"lr": 1.0}})
+
+
 def test_the_teacher_takes_its_own_sizes(monkeypatch):
     from taser_book.runs import recipes
     calls = []

@@ -151,6 +151,9 @@ def variant_runs(names: Sequence[str], seeds: Sequence[int], params: Mapping[str
 
 # --- re-ranking runs: the CA teacher and its students ---------------------------------------------------------------
 
+RERANK_LOOP_KEYS = ("batch_size", "eval_every")
+
+
 def reranking_changes(config: Any, params: Mapping[str, Any]) -> list[Change]:
     """The changes that size a `cross-encoder` or `distill` config (`config`, whose own batch size and dev sample
     they read) for a profile's parameters:
@@ -162,7 +165,11 @@ def reranking_changes(config: Any, params: Mapping[str, Any]) -> list[Change]:
     - the CA starts from `cross_encoder_model` (reading the mean token when the profile's pooling is mean), a
       student from `model` (with the profile's pooling, as `profile_changes`); precision and the lengths as the
       profile says (a CA input holds query and passage, and a student's teacher scores its pairs at that same
-      length, so the CA's own score cache is the one read)."""
+      length, so the CA's own score cache is the one read);
+    - `rerank_loop` (optional, e.g. `{"batch_size": 32, "eval_every": 100}` at `gpu`): questions per step and steps
+      between dev evaluations, in place of the config's own (4 and 20 or 50: sized for a CPU; at 4 questions a step
+      every SQuAD-open training question over 3 epochs is 4,554 steps, about 15 minutes a student on an H200).
+      Without it the changes are exactly those the committed pages were made with (tests/test_reranking_sizes.py)."""
     kind = config.kind
     if kind not in ("cross-encoder", "distill"):
         raise ConfigError(f"reranking_changes: the config's kind must be cross-encoder or distill, got {kind!r}")
@@ -193,9 +200,16 @@ def reranking_changes(config: Any, params: Mapping[str, Any]) -> list[Change]:
                                 test_queries=int(n_queries)))
     else:
         out.append(_changes.data(test_queries=None))
+    sizes = dict(params.get("rerank_loop") or {})
+    unknown = sorted(set(sizes) - set(RERANK_LOOP_KEYS))
+    if unknown:
+        raise ConfigError(f"rerank_loop: unknown key {unknown[0]!r}; expected {', '.join(RERANK_LOOP_KEYS)}")
+    batch_size = int(sizes.get("batch_size") or config.loop.batch_size)
     epochs = float(params.get("epochs", 1))
-    steps = None if n_train is None else max(1, math.ceil(int(n_train) * epochs / int(config.loop.batch_size)))
+    steps = None if n_train is None else max(1, math.ceil(int(n_train) * epochs / batch_size))
     out.append(_changes.loop(epochs=epochs, max_steps=steps))
+    if sizes:
+        out.append(_changes.loop(**{key: int(value) for key, value in sizes.items()}))
     return out
 
 
