@@ -50,6 +50,8 @@ def _cases() -> list[dict]:
             given = {**defaults, **notebook_parameters(path, profile)}
             params = {k: given[k] for k in PAGE_KEYS if k in given}
             params.update(cross_encoder_model=given.get("cross_encoder_model"), teacher=given.get("teacher_params"))
+            if given.get("rerank_loop"):  # the pages that declare it
+                params["rerank_loop"] = given["rerank_loop"]
             for name in names:
                 key = json.dumps([params, name], sort_keys=True)
                 if key not in seen:
