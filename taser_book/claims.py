@@ -43,6 +43,13 @@ file, the line and the field):
           column: value            # optional (default: the claim's column)
           alpha: 0.05              # optional (default 0.05)
           quantities: {...}        # optional: filters in the noise table (default: the claim's quantities)
+          seed_noise:              # optional, question-paired tests: training-seed noise the verdict must clear too
+            notebook: de_distillation   # optional: where it is measured (default: the claim's notebook)
+            table: rerank          # a table of means over seeds with their std (`std`) and seed count (`n`)
+            rows: {dataset: squad-open, split: test, metric: MRR@10}   # the rows whose stds are pooled (a list:
+                                   # any of its values; rows with fewer than 2 seeds are left out; the same
+                                   # rows for every group of `over`)
+            fixed: [bm25]          # optional: quantities no training seed moves (BM25, an untrained model)
         requires: [r20-below-ceiling]  # optional: preconditions (below) or other claims' ids that must hold;
                                    # when one does not, the claim is *not testable here*, with its measurement
         paper_values: {taser: 83.6, dpr: 82.5}  # optional: the paper's number per quantity, for the effect ratio
@@ -97,7 +104,10 @@ _CLAIM_OPTIONAL = ("column", "over", "groups", "noise", "requires", "paper_value
 _PRECONDITION_REQUIRED = ("statement", "table", "quantities", "test")
 _PRECONDITION_OPTIONAL = ("column", "over", "groups", "noise", "unit", "reads_trained_runs")
 _NOISE_REQUIRED = ("key", "test", "compare")
-_NOISE_OPTIONAL = ("table", "column", "alpha", "quantities", "margin", "method")
+_NOISE_OPTIONAL = ("table", "column", "alpha", "quantities", "margin", "method", "seed_noise")
+_SEED_NOISE_REQUIRED = ("table", "rows")
+_SEED_NOISE_OPTIONAL = ("notebook", "std", "n", "fixed")
+SEED_NOISE_TESTS = ("randomisation", "non-inferiority", "equivalence")  # the question-paired tests it widens
 _FILE_KEYS = ("claims", "metrics", "preconditions")
 
 
@@ -132,6 +142,21 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class SeedNoise:
+    """Where the training-seed noise of one run's number is measured: the rows `rows` of `notebook`/`table` (a
+    table of the mean and std over seeds, `std` and `n` columns), their stds pooled over the rows with 2 or more
+    seeds. A question-paired test sees only the questions' noise: two runs of one recipe with different seeds differ
+    on the same questions too."""
+
+    table: str
+    rows: Mapping[str, Any]                     # column: a value, or a list of values (any of them)
+    notebook: str | None = None                 # default: the claim's
+    std: str = "std"
+    n: str = "n"
+    fixed: tuple[str, ...] = ()                 # quantities that no training seed moves (BM25, an untrained model)
+
+
+@dataclass(frozen=True)
 class Noise:
     key: str
     test: str                                   # one of NOISE_TESTS
@@ -142,6 +167,7 @@ class Noise:
     quantities: Mapping[str, Quantity] | None = None  # default: the claim's
     margin: float | None = None                 # equivalence / non-inferiority margin, in the value's units
     method: str | None = None                   # randomisation | t-test under a margin test (default: by the key)
+    seed_noise: SeedNoise | None = None         # question-paired tests: the seed noise the verdict must also clear
 
     @property
     def paired(self) -> bool:
@@ -469,10 +495,46 @@ def _noise(check: _Checker, claim: Mapping, field_name: str, names: Iterable[str
     if method is not None and (test not in MARGIN_TESTS or method not in ("randomisation", "t-test")):
         check.fail(raw, "method", f"{field_name}.method",
                    "a margin test's method is randomisation or t-test (other tests take none)")
-    return Noise(key=check.text(raw, "key", f"{field_name}.key"), test=test, compare=tuple(parsed),
+    key = check.text(raw, "key", f"{field_name}.key")
+    seed_noise = _seed_noise(check, raw, f"{field_name}.seed_noise", key, test, list(names)) \
+        if "seed_noise" in raw else None
+    return Noise(key=key, test=test, compare=tuple(parsed),
                  table=check.text(raw, "table", f"{field_name}.table", required=False),
                  column=check.text(raw, "column", f"{field_name}.column", required=False), alpha=float(alpha),
-                 quantities=quantities, margin=margin, method=method)
+                 quantities=quantities, margin=margin, method=method, seed_noise=seed_noise)
+
+
+def _seed_noise(check: _Checker, noise: Mapping, field_name: str, key: str, test: str,
+                names: Iterable[str]) -> SeedNoise:
+    raw = noise["seed_noise"]
+    if not isinstance(raw, Mapping):
+        check.fail(noise, "seed_noise", field_name, "must be a mapping (table, rows, ...)")
+    if key != "query_id" or test not in SEED_NOISE_TESTS:
+        check.fail(noise, "seed_noise", field_name, f"widens question-paired tests only (key query_id, test "
+                                                     f"{', '.join(SEED_NOISE_TESTS)}), not key {key}, test {test}")
+    check.keys(raw, _SEED_NOISE_REQUIRED + _SEED_NOISE_OPTIONAL, field_name)
+    for name in _SEED_NOISE_REQUIRED:
+        if name not in raw:
+            check.fail(raw, None, f"{field_name}.{name}", "is missing")
+    rows = raw["rows"]
+
+    def scalar(v: Any) -> bool:
+        return isinstance(v, (str, int, float, bool))
+
+    if not isinstance(rows, Mapping) or not rows or not all(
+            scalar(v) or (isinstance(v, list) and v and all(scalar(x) for x in v)) for v in rows.values()):
+        check.fail(raw, "rows", f"{field_name}.rows", "must map columns to a value or a list of values, e.g. "
+                                                      "{metric: MRR@10, model: [de, m3se]}")
+    text = {k: check.text(raw, k, f"{field_name}.{k}", required=k in _SEED_NOISE_REQUIRED)
+            for k in ("table", "notebook", "std", "n")}
+    fixed = raw.get("fixed") or []
+    if isinstance(fixed, str):
+        fixed = [fixed]
+    if not isinstance(fixed, list) or not all(isinstance(f, str) and f in names for f in fixed):
+        check.fail(raw, "fixed", f"{field_name}.fixed", f"must list some of the claim's quantities "
+                                                        f"({', '.join(names)}), got {fixed!r}")
+    return SeedNoise(table=text["table"], rows={str(k): v for k, v in rows.items()}, notebook=text["notebook"],
+                     std=text["std"] or "std", n=text["n"] or "n", fixed=tuple(fixed))
 
 
 def _claim(check: _Checker, raw: Any, index: int, notebook: str, papers: Mapping[str, str] | None,

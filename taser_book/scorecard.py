@@ -246,6 +246,102 @@ def _per_key(claim: Claim, tables: _Tables, group: str | None) -> dict[str, pd.S
     return out
 
 
+@dataclass(frozen=True)
+class _SeedNoise:
+    """The seed noise a claim's question-paired comparisons must also clear: the pooled std over seeds of one run's
+    number, its degrees of freedom and where it was measured, and each quantity's number of seeds."""
+
+    sigma: float
+    df: int
+    rows: int
+    where: str
+    seeds: Mapping[str, int]
+
+    def variance(self, comparison: Comparison) -> float:
+        """The seed variance of mean(left - right): sigma^2 * sum of c^2 / seeds over the quantities, c each one's
+        coefficient in left - right (the comparison must be linear in them)."""
+        names = sorted(names_in(comparison.left) | names_in(comparison.right))
+
+        def difference(values: Mapping[str, float]) -> float:
+            return float(evaluate(comparison.left, values)) - float(evaluate(comparison.right, values))
+
+        zero = {n: 0.0 for n in names}
+        base = difference(zero)
+        coefficients = {n: difference({**zero, n: 1.0}) - base for n in names}
+        for probe in ({n: -2.0 - 3.0 * i for i, n in enumerate(names)},
+                      {n: (-1.0) ** i * (0.7 + 1.3 * i) for i, n in enumerate(names)}):
+            if not math.isclose(difference(probe) - base, sum(coefficients[n] * probe[n] for n in names),
+                                rel_tol=1e-9, abs_tol=1e-12):
+                raise _Problem(ERROR, f"seed noise: {comparison.text} is not linear in its quantities")
+        return self.sigma ** 2 * sum(c ** 2 / self.seeds.get(n, 1) for n, c in coefficients.items()
+                                     if self.seeds.get(n, 1) > 0)
+
+    def describe(self, comparison: Comparison) -> str:
+        names = sorted(names_in(comparison.left) | names_in(comparison.right))
+        seeds = ", ".join(f"{n} {self.seeds.get(n, 1) or 'none (fixed)'}" for n in names)
+        return (f"training-seed noise: std {self.sigma:.3g} over seeds, pooled over {self.rows} runs of {self.where} "
+                f"({self.df} df); seeds {seeds}")
+
+
+def _seed_noise(claim: Claim, tables: _Tables, group: str | None) -> _SeedNoise | None:
+    noise = claim.noise
+    assert noise is not None
+    spec = noise.seed_noise
+    if spec is None:
+        return None
+    notebook = spec.notebook or claim.notebook
+    frame = tables.get(notebook, spec.table)
+    if frame is None:
+        raise _Problem(NOT_RUN, f"seed noise: no table {notebook}/{spec.table}")
+    _require(frame, [spec.std, spec.n, *spec.rows], f"{notebook}/{spec.table}")
+    mask = pd.Series(True, index=frame.index)
+    for column, value in spec.rows.items():
+        mask &= np.logical_or.reduce([_matches(frame[column], v) for v in
+                                      (value if isinstance(value, list) else [value])])
+    rows = frame[mask]
+    std, n = pd.to_numeric(rows[spec.std], errors="coerce"), pd.to_numeric(rows[spec.n], errors="coerce")
+    usable = std.notna() & (n >= 2)
+    if not usable.any():
+        raise _Problem(NOT_RUN, f"seed noise: no row of {notebook}/{spec.table} with "
+                                f"{', '.join(f'{k}={v}' for k, v in spec.rows.items())} has 2 or more seeds")
+    df = float((n[usable] - 1).sum())
+    sigma = math.sqrt(float(((n[usable] - 1) * std[usable] ** 2).sum()) / df)
+    seeds = {}
+    quantities = noise.quantities or claim.quantities
+    for name, q in quantities.items():  # how many seeds each side's per-question values average
+        seeds[name] = 0 if name in spec.fixed else _seed_count(claim, tables, group, name, q, spec.n)
+    return _SeedNoise(sigma, int(df), int(usable.sum()), f"{notebook}/{spec.table}", seeds)
+
+
+def _seed_count(claim: Claim, tables: _Tables, group: str | None, name: str, q: Any, n_column: str) -> int:
+    """The seeds a quantity's per-question values average: the noise table's `seeds` column, else the seed count
+    (`n_column`) of its row in the claim's own table, else 1 (one run: the widest noise)."""
+    noise = claim.noise
+    notebook = q.notebook or claim.notebook
+    for table, column, where in ((q.table or noise.table or claim.table, "seeds", q.where),
+                                 (claim.quantities[name].table or claim.table, n_column,
+                                  claim.quantities[name].where)):
+        frame = tables.get(notebook, table)
+        if frame is None or column not in frame.columns or (group is not None and claim.over not in frame.columns):
+            continue
+        counts = pd.to_numeric(_select(frame, where, claim.over, group)[column], errors="coerce").dropna()
+        if len(counts):
+            return max(1, int(counts.max()))
+    return 1
+
+
+def _seed_p(d: np.ndarray, seed: _SeedNoise, comparison: Comparison, *, greater_than: float | None = None,
+            less_than: float | None = None, two_sided: bool = False) -> float:
+    """The p-value of the same hypothesis when the mean difference also carries the training-seed noise."""
+    from taser_lib.evaluation.hypothesis import with_seed_noise
+
+    variance = seed.variance(comparison)
+    if two_sided:
+        return min(1.0, 2 * min(with_seed_noise(d, variance, seed.df, greater_than=0.0),
+                                with_seed_noise(d, variance, seed.df, less_than=0.0)))
+    return with_seed_noise(d, variance, seed.df, greater_than=greater_than, less_than=less_than)
+
+
 def _side(expression: str, values: Mapping[str, Any], n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(evaluate(expression, values), dtype=float), (n,))
 
@@ -276,6 +372,7 @@ def _noise_tests(claim: Claim, tables: _Tables, group: str | None, point: Mappin
     noise = claim.noise
     assert noise is not None
     series = _per_key(claim, tables, group)
+    seed = _seed_noise(claim, tables, group)
     where = f" for {claim.over}={group}" if group is not None else ""
     method = noise.method or ("t-test" if noise.key == "seed" else "randomisation")
     results = []
@@ -327,16 +424,25 @@ def _noise_tests(claim: Claim, tables: _Tables, group: str | None, point: Mappin
         if noise.test == "equivalence":
             equal = hypothesis.equivalence(d, noise.margin, method)
             apart = hypothesis.outside_margin(d, noise.margin, method)
+            margin = noise.margin
             if equal.p_value < noise.alpha:
                 status, p, observed = HOLDS, equal.p_value, f"|{comparison.left} - {comparison.right}| < {noise.margin:g}"
+                if seed:
+                    p = max(p, _seed_p(d, seed, comparison, greater_than=-margin),
+                            _seed_p(d, seed, comparison, less_than=margin))
             elif apart.p_value < noise.alpha:
                 status, p = FAILS, apart.p_value
                 observed = f"{comparison.left} - {comparison.right} = {equal.effect:+.3g}, outside ±{noise.margin:g}"
+                if seed:
+                    p = max(p, _seed_p(d, seed, comparison, greater_than=margin) if equal.effect >= 0 else
+                            _seed_p(d, seed, comparison, less_than=-margin))
             else:
                 status, p, observed = WITHIN_NOISE, equal.p_value, _direction(equal.effect, comparison)
+            if status != WITHIN_NOISE and p >= noise.alpha:  # clear of the questions' noise, not of the seeds'
+                status, observed = WITHIN_NOISE, _direction(equal.effect, comparison)
             results.append(_Compared(comparison, status, observed, p, len(keys),
                                      f"equivalence (TOST, {method}) within ±{noise.margin:g}, mean difference "
-                                     f"{equal.effect:+.3g}", sides, d))
+                                     f"{equal.effect:+.3g}" + _seed_text(seed, comparison), sides, d))
             continue
         if noise.test == "non-inferiority":
             if comparison.op in ("<", "<="):  # 'a <= b': a is not above b by the margin or more
@@ -346,23 +452,38 @@ def _noise_tests(claim: Claim, tables: _Tables, group: str | None, point: Mappin
             mean = float(np.mean(left - right))
             if better.p_value < noise.alpha:
                 status, p, observed = HOLDS, better.p_value, _direction(mean, comparison)
+                if seed:
+                    p = max(p, _seed_p(d, seed, comparison, greater_than=-noise.margin))
             elif worse < noise.alpha:
                 status, p = FAILS, worse
                 observed = (f"{comparison.left} {'<' if comparison.op in ('>', '>=') else '>'} {comparison.right} "
                             f"by more than {noise.margin:g}")
+                if seed:
+                    p = max(p, _seed_p(d, seed, comparison, less_than=-noise.margin))
             else:
                 status, p, observed = WITHIN_NOISE, better.p_value, _direction(mean, comparison)
+            if status != WITHIN_NOISE and p >= noise.alpha:  # clear of the questions' noise, not of the seeds'
+                status, observed = WITHIN_NOISE, _direction(mean, comparison)
             results.append(_Compared(comparison, status, observed, p, len(keys),
                                      f"non-inferiority ({method}) with margin {noise.margin:g}, mean difference "
-                                     f"{mean:+.3g}", sides, left - right))
+                                     f"{mean:+.3g}" + _seed_text(seed, comparison), sides, left - right))
             continue
         a, b = dict(zip(keys, left)), dict(zip(keys, right))
         test = randomisation_test(a, b) if noise.test == "randomisation" else paired_t_test(a, b)
         p = 1.0 if math.isnan(test.p_value) else test.p_value
+        if seed and p < noise.alpha:  # clear of the questions' noise: must clear the seeds' too
+            p = max(p, _seed_p(d, seed, comparison, two_sided=True))
         status, observed = _superiority(comparison, d, p, noise.alpha, len(keys))
         results.append(_Compared(comparison, status, observed, p, len(keys),
-                                 f"{_TEST_NAMES[noise.test]}, mean difference {float(np.mean(d)):+.3g}", sides, d))
+                                 f"{_TEST_NAMES[noise.test]}, mean difference {float(np.mean(d)):+.3g}"
+                                 + _seed_text(seed, comparison), sides, d))
     return results
+
+
+def _seed_text(seed: _SeedNoise | None, comparison: Comparison) -> str:
+    if seed is None:
+        return ""
+    return f"; with {seed.describe(comparison)}: std of the mean difference {math.sqrt(seed.variance(comparison)):.3g}"
 
 
 def _group_status(compared: list[_Compared]) -> str:
@@ -959,7 +1080,13 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         "questions): a paired randomisation or t-test for \"A beats B\", two one-sided tests for \"within m\", a "
         "non-inferiority test with the claim's margin for \"on par\", an exact binomial test for a share, a "
         f"two-sample test for unpaired groups. When the test cannot decide, the verdict is *{WITHIN_NOISE}*. A "
-        f"failed claim shows the direction observed. A claim without such values can only hold or fail "
+        f"failed claim shows the direction observed. A test paired over questions sees only the questions' "
+        "noise: it asks whether these two trained models differ, not whether their two recipes do, and two runs of "
+        "one recipe with different seeds differ on the same questions too. Where a claim compares trained models, "
+        "its verdict must also clear that **training-seed noise**: the std over seeds of one run's number, measured "
+        "on a page that trains 3 seeds and pooled over its models (the detail says which), added to the questions' "
+        "variance in a t-test (Welch-Satterthwaite degrees of freedom); a difference clear of the questions' noise "
+        f"but not of the seeds' reads *{WITHIN_NOISE}*. A claim without such values can only hold or fail "
         f"({NO_NOISE}). *{NOT_TESTABLE}*: a precondition the claim rests on (the teacher leads, every compared "
         "model trained past its initialisation, the metric below its ceiling) was measured and does not hold, "
         f"so the claim is not judged; the reason gives the measurement. *{NOT_RUN}*: the notebook has no result for "

@@ -627,3 +627,130 @@ def test_the_verdict_box_shows_each_claim_in_one_line():
     assert _box_unit("x=1") == "x=1" and _box_unit("(whole)") == "(whole)"
     long = " ".join(["word"] * 40)
     assert short_statement(long).endswith(" …") and len(short_statement(long)) <= 112
+
+
+# --------------------------------------------------------------------------------------------- training-seed noise
+
+SEEDED = PAIRED.replace("K-paired", "K-seeded").replace("      compare: [a > b]\n", """\
+      seed_noise:
+        table: spread
+        rows: {metric: MRR@10}
+      compare: [a > b]
+""")
+
+
+def spread_table(root: Path, stds: list[float], seeds: int = 3) -> None:
+    """The std over `seeds` seeds of one run's number for several recipes (the page that trains several seeds)."""
+    publish(root, "cpu", "nb", "spread", pd.DataFrame(
+        {"model": [f"m{i}" for i in range(len(stds))] + ["bm25"], "metric": "MRR@10",
+         "std": [*stds, None], "n": [seeds] * len(stds) + [1]}))
+
+
+@pytest.mark.parametrize("gain, sigma, status", [
+    (0.012, 0.0001, HOLDS),        # seeds barely move a run: the questions' test decides
+    (0.012, 0.005, WITHIN_NOISE),  # two single runs differ by ~0.007 by chance: a 0.012 gain is not clear of it
+    (0.08, 0.005, HOLDS),          # a gain far beyond both noises
+])
+def test_a_question_paired_verdict_must_clear_the_seed_noise_too(tmp_path, gain, sigma, status):
+    root = make_repo(tmp_path, {"nb": SEEDED}, notebooks=("nb",))
+    rng = np.random.default_rng(4)
+    b = rng.random(500)
+    paired_tables(root, b + gain + 0.05 * rng.standard_normal(500), b)
+    spread_table(root, [sigma] * 4)
+    verdict = judge(root)["K-seeded"]
+    assert verdict.status == status, verdict.detail
+    assert f"std {sigma:.3g} over seeds, pooled over 4 runs of nb/spread (8 df); seeds a 1, b 1" in verdict.detail
+    # without the seed noise, the questions alone make the 0.012 gain significant
+    plain = make_repo(tmp_path / "plain", {"nb": PAIRED}, notebooks=("nb",))
+    rng = np.random.default_rng(4)
+    b = rng.random(500)
+    paired_tables(plain, b + gain + 0.05 * rng.standard_normal(500), b)
+    assert judge(plain)["K-paired"].status == HOLDS
+
+
+def test_the_seed_noise_is_pooled_over_runs_and_shrinks_with_the_seeds_averaged(tmp_path):
+    from taser_book.scorecard import _seed_noise, _Tables
+    root = make_repo(tmp_path, {"nb": SEEDED}, notebooks=("nb",))
+    rng = np.random.default_rng(5)
+    b = rng.random(100)
+    keys = [f"q{i}" for i in range(100)]
+    publish(root, "cpu", "nb", "per_query", pd.DataFrame(
+        {"model": ["a"] * 100 + ["b"] * 100, "query_id": keys * 2, "value": np.concatenate([b + 0.01, b]),
+         "seeds": [3] * 100 + [1] * 100}))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"model": ["a", "b"], "value": [0.6, 0.59]}))
+    publish(root, "cpu", "nb", "spread", pd.DataFrame(
+        {"metric": "MRR@10", "std": [0.003, 0.004, None], "n": [3, 5, 1]}))
+    claim = next(c for c in load_claims(root / "notebooks" / "claims") if c.id == "K-seeded")
+    seed = _seed_noise(claim, _Tables(root / "results" / "cpu", root=root), None)
+    assert seed.sigma == pytest.approx(math.sqrt((2 * 0.003 ** 2 + 4 * 0.004 ** 2) / 6)) and seed.df == 6
+    assert seed.seeds == {"a": 3, "b": 1}
+    assert seed.variance(claim.noise.compare[0]) == pytest.approx(seed.sigma ** 2 * (1 / 3 + 1))
+
+
+def test_a_fixed_side_carries_no_seed_noise_and_a_nonlinear_comparison_is_refused(tmp_path):
+    from taser_book.scorecard import _Problem, _seed_noise, _Tables
+    fixed = SEEDED.replace("        rows: {metric: MRR@10}\n", "        rows: {metric: MRR@10}\n        fixed: [b]\n")
+    root = make_repo(tmp_path, {"nb": fixed}, notebooks=("nb",))
+    paired_tables(root, np.linspace(0, 1, 50) + 0.01, np.linspace(0, 1, 50))
+    spread_table(root, [0.01, 0.01])
+    claim = load_claims(root / "notebooks" / "claims")[0]
+    seed = _seed_noise(claim, _Tables(root / "results" / "cpu", root=root), None)
+    assert seed.seeds == {"a": 1, "b": 0}
+    assert seed.variance(claim.noise.compare[0]) == pytest.approx(0.01 ** 2)
+    from taser_book.claims import parse_comparison
+    with pytest.raises(_Problem, match="not linear"):
+        seed.variance(parse_comparison("abs(a) > b", ["a", "b"]))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("      seed_noise: {table: spread}\n", "seed_noise.rows' is missing"),
+    ("      seed_noise: {table: spread, rows: {metric: MRR@10}, fixed: [c]}\n", "must list some of the claim's"),
+    ("      seed_noise: {table: spread, rows: {metric: MRR@10}, pool: all}\n", "seed_noise.pool' unknown field"),
+])
+def test_a_malformed_seed_noise_names_its_field(tmp_path, text, message):
+    root = make_repo(tmp_path, {"nb": PAIRED.replace("      compare: [a > b]\n", text + "      compare: [a > b]\n")},
+                     notebooks=("nb",))
+    with pytest.raises(FormatError, match=message):
+        load_claims(root / "notebooks" / "claims")
+
+
+def test_seed_noise_is_only_for_question_paired_tests(tmp_path):
+    text = EQUIVALENCE.replace("      compare: [a == b]\n",
+                               "      seed_noise: {table: spread, rows: {metric: MRR@10}}\n      compare: [a == b]\n")
+    root = make_repo(tmp_path, {"nb": text}, notebooks=("nb",))
+    with pytest.raises(FormatError, match="widens question-paired tests only"):
+        load_claims(root / "notebooks" / "claims")
+
+
+def test_with_seed_noise_adds_the_variances_in_a_welch_t_test():
+    d = np.array([0.02, 0.01, 0.03, 0.00, 0.02, 0.01])
+    q = d.var(ddof=1) / len(d)
+    seed_variance, seed_df = 0.0001, 12
+    df = (q + seed_variance) ** 2 / (q ** 2 / (len(d) - 1) + seed_variance ** 2 / seed_df)
+    expected = stats.t.sf(d.mean() / math.sqrt(q + seed_variance), df)
+    assert hypothesis.with_seed_noise(d, seed_variance, seed_df, greater_than=0.0) == pytest.approx(expected)
+    assert hypothesis.with_seed_noise(d, 0.0, seed_df, greater_than=0.0) == pytest.approx(
+        stats.ttest_1samp(d, 0.0, alternative="greater").pvalue)
+    assert hypothesis.with_seed_noise(d, seed_variance, seed_df, greater_than=0.0) > \
+        hypothesis.with_seed_noise(d, 0.0, seed_df, greater_than=0.0)
+
+
+def test_every_committed_seed_noise_source_is_found_at_cpu():
+    """The claims that compare trained models read their seed noise from the committed cpu results."""
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / "results" / "cpu").is_dir():
+        pytest.skip("results/cpu is not committed")
+    claims = [c for c in load_claims(repo / "notebooks" / "claims") if c.noise and c.noise.seed_noise]
+    assert len(claims) >= 20
+    first = {}  # one claim a page (each page reads its source once; judging them all is the book's test)
+    for claim in claims:
+        first.setdefault((claim.notebook, repr(claim.noise.seed_noise)), claim)
+    judged = 0
+    for claim in first.values():
+        verdict = evaluate_claim(claim, repo / "results" / "cpu", root=repo)
+        if verdict.status in (HOLDS, FAILS, WITHIN_NOISE):
+            assert "training-seed noise: std" in verdict.detail, (claim.id, verdict.detail)
+            judged += 1
+        else:
+            assert "seed noise" not in verdict.detail, (claim.id, verdict.detail)
+    assert judged >= 5

@@ -70,6 +70,30 @@ def one_sided(d: Sequence[float] | np.ndarray, *, greater_than: float | None = N
     return sign_flip_test(shifted, n_resamples=n_resamples, batch=1000, alternative=alternative, seed=0).pvalue
 
 
+def with_seed_noise(d: Sequence[float] | np.ndarray, seed_variance: float, seed_df: float, *,
+                    greater_than: float | None = None, less_than: float | None = None) -> float:
+    """p of H1: mean(d) > greater_than (or < less_than), where the paired differences `d` (one per question) come
+    from trained runs: besides the questions' noise, var(d) / n, their mean carries the training-seed noise
+    `seed_variance` (the variance of the difference of the two sides' means over their seeds, estimated with
+    `seed_df` degrees of freedom). A t-test on the sum of both variances, with Welch-Satterthwaite degrees of freedom.
+    A question-paired test alone treats the trained weights as fixed: it asks whether these two models differ, not
+    whether the two recipes do."""
+    if (greater_than is None) == (less_than is None):
+        raise ValueError("give exactly one of greater_than and less_than")
+    if not seed_variance >= 0 or not seed_df > 0:
+        raise ValueError(f"seed noise needs a variance >= 0 and degrees of freedom > 0, got {seed_variance}, {seed_df}")
+    d = _diffs(d)
+    questions = float(d.var(ddof=1)) / len(d)
+    total = questions + seed_variance
+    shift = float(d.mean()) - (greater_than if greater_than is not None else less_than)
+    if total == 0:
+        return 0.0 if (shift > 0 if greater_than is not None else shift < 0) else 1.0
+    df = total ** 2 / ((questions ** 2 / (len(d) - 1) if questions else 0.0) +
+                       (seed_variance ** 2 / seed_df if seed_variance else 0.0))
+    t = shift / math.sqrt(total)
+    return float(stats.t.sf(t, df) if greater_than is not None else stats.t.cdf(t, df))
+
+
 def equivalence(d: Sequence[float] | np.ndarray, margin: float, method: str = "t-test") -> Test:
     """TOST: p < alpha shows -margin < mean(d) < margin."""
     if not margin > 0:
