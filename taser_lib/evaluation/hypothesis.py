@@ -14,6 +14,9 @@ and each form of words has its own test:
   (`two_sample`).
 - a pooled statistic (a std over all pairs, an overlap): bootstrap replicates of the statistic itself over resampled
   questions; the two-sided p is twice the smaller tail share of the replicate differences (`bootstrap`).
+- any of these between two *trained* models, paired over questions: the same hypothesis once more with the
+  training-seed noise added to the questions' (`with_seed_noise`, a Welch t-test on both variances), since a test
+  paired over questions asks whether two trained models differ, not whether two recipes do.
 
 Every function returns a `Test`: the observed effect (mean difference, share, ...), its p-value and the number of
 units. A randomisation test is exact when 2**n <= `n_resamples`, else seeded Monte Carlo (seed 0).
