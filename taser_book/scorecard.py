@@ -486,6 +486,22 @@ def _seed_text(seed: _SeedNoise | None, comparison: Comparison) -> str:
     return f"; with {seed.describe(comparison)}: std of the mean difference {math.sqrt(seed.variance(comparison)):.3g}"
 
 
+def _holm_for_fails(compared: list[_Compared], alpha: float) -> None:
+    """A claim fails when any one of its compared pairs (over every group judged) is significantly reversed: a union
+    of m tests, so each reversal must stand after Holm's correction over the m pairs (the family-wise error of a
+    *fails*). A pair that does not is *within noise*, its p the adjusted one. *Holds* needs every pair to hold, an
+    intersection of tests, which needs no correction."""
+    fails = sorted((c for c in compared if c.status == FAILS), key=lambda c: c.p_value)
+    m, running = len(compared), 0.0
+    for rank, c in enumerate(fails):
+        running = max(running, min(1.0, (m - rank) * c.p_value))
+        if m > 1:
+            c.what += f"; Holm-adjusted over the claim's {m} compared pairs: p = {running:.3g}"
+        if running >= alpha:
+            c.status, c.p_value = WITHIN_NOISE, running
+            c.observed = f"{c.observed} (not significant after Holm's correction)"
+
+
 def _group_status(compared: list[_Compared]) -> str:
     """A pair that fails fails the claim; holds needs every pair to hold; anything else is within noise."""
     if any(c.status == FAILS for c in compared):
@@ -606,6 +622,14 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
     notes, failed, observed = [], [], []
     p_values: dict[str, list[float]] = {}  # per status: the p-values that decided it
     reproduction = None
+    family: dict[str | None, list[_Compared]] = {}
+    if claim.noise is not None:
+        for group in tested:
+            try:
+                family[group] = _noise_tests(claim, tables, group, values[group])
+            except _Problem as problem:  # our numbers are there, the values to judge their noise are not
+                return Verdict(problem.status, ours, problem.detail)
+        _holm_for_fails([c for compared in family.values() for c in compared], claim.noise.alpha)
     for group in tested:
         label = f"{group}: " if group is not None else ""
         if claim.noise is None:
@@ -613,10 +637,7 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
             if reproduction is None:
                 reproduction = _point_reproduction(claim, values[group], group)
         else:
-            try:
-                compared = _noise_tests(claim, tables, group, values[group])
-            except _Problem as problem:  # our numbers are there, the values to judge their noise are not
-                return Verdict(problem.status, ours, problem.detail)
+            compared = family[group]
             status = _group_status(compared)
             p_values.setdefault(status, []).extend(c.p_value for c in compared if c.status == status)
             observed += [label + c.observed for c in compared if c.status == FAILS]
@@ -1086,7 +1107,10 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         "its verdict must also clear that **training-seed noise**: the std over seeds of one run's number, measured "
         "on a page that trains 3 seeds and pooled over its models (the detail says which), added to the questions' "
         "variance in a t-test (Welch-Satterthwaite degrees of freedom); a difference clear of the questions' noise "
-        f"but not of the seeds' reads *{WITHIN_NOISE}*. A claim without such values can only hold or fail "
+        f"but not of the seeds' reads *{WITHIN_NOISE}*. A claim of several compared pairs (or groups) *{FAILS}* "
+        "when any one pair is significantly reversed, so each reversal must stand after Holm's correction over the "
+        f"claim's pairs; *{HOLDS}* needs every pair to hold and needs none. A claim without such values can only hold "
+        "or fail "
         f"({NO_NOISE}). *{NOT_TESTABLE}*: a precondition the claim rests on (the teacher leads, every compared "
         "model trained past its initialisation, the metric below its ceiling) was measured and does not hold, "
         f"so the claim is not judged; the reason gives the measurement. *{NOT_RUN}*: the notebook has no result for "

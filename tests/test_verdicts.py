@@ -754,3 +754,53 @@ def test_every_committed_seed_noise_source_is_found_at_cpu():
         else:
             assert "seed noise" not in verdict.detail, (claim.id, verdict.detail)
     assert judged >= 5
+
+
+# ------------------------------------------------------------------------------------- a family of compared pairs
+
+def test_a_fails_must_stand_after_holms_correction_over_the_claims_pairs():
+    from taser_book.claims import parse_comparison
+    from taser_book.scorecard import _Compared, _holm_for_fails
+
+    def pairs(*statuses_and_ps):
+        return [_Compared(parse_comparison("a > b", ["a", "b"]), status, "a < b", p, 100, "test")
+                for status, p in statuses_and_ps]
+
+    # one reversal at p = 0.02 among 4 pairs: 4 x 0.02 = 0.08, not significant
+    compared = pairs((FAILS, 0.02), (HOLDS, 0.001), (WITHIN_NOISE, 0.4), (WITHIN_NOISE, 0.9))
+    _holm_for_fails(compared, 0.05)
+    assert compared[0].status == WITHIN_NOISE and compared[0].p_value == pytest.approx(0.08)
+    assert "Holm" in compared[0].observed and compared[1].status == HOLDS  # a holds needs no correction
+    # two reversals at 0.001 and 0.02 among 4: 0.004 stands, then max(0.004, 3 x 0.02) = 0.06 does not
+    compared = pairs((FAILS, 0.02), (FAILS, 0.001), (WITHIN_NOISE, 0.4), (WITHIN_NOISE, 0.9))
+    _holm_for_fails(compared, 0.05)
+    assert [c.status for c in compared[:2]] == [WITHIN_NOISE, FAILS]
+    assert compared[1].p_value == 0.001 and "p = 0.004" in compared[1].what
+    single = pairs((FAILS, 0.02))  # one pair: nothing to correct
+    _holm_for_fails(single, 0.05)
+    assert single[0].status == FAILS and single[0].p_value == 0.02
+
+
+GROUPS = PAIRED.replace("K-paired", "K-every").replace("    test: a > b\n", "    test: a > b\n    over: dataset\n")
+
+
+def test_one_group_mildly_reversed_among_four_does_not_fail_the_claim(tmp_path):
+    root = make_repo(tmp_path, {"nb": GROUPS}, notebooks=("nb",))
+    rng = np.random.default_rng(6)
+    rows, summary = [], []
+    for g, shift in [("d1", 0.1), ("d2", 0.1), ("d3", 0.1), ("d4", -0.02)]:
+        b = rng.random(60)
+        a = b + shift + 0.06 * rng.standard_normal(60)
+        rows += [{"model": m, "dataset": g, "query_id": f"q{i}", "value": v}
+                 for m, vals in (("a", a), ("b", b)) for i, v in enumerate(vals)]
+        summary += [{"model": "a", "dataset": g, "value": a.mean()}, {"model": "b", "dataset": g, "value": b.mean()}]
+    publish(root, "cpu", "nb", "per_query", pd.DataFrame(rows))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame(summary))
+    verdict = judge(root)["K-every"]
+    d4 = [r for r in rows if r["dataset"] == "d4"]
+    a4 = np.array([r["value"] for r in d4 if r["model"] == "a"])
+    b4 = np.array([r["value"] for r in d4 if r["model"] == "b"])
+    from taser_lib.evaluation import randomisation_test
+    raw = randomisation_test(dict(enumerate(a4)), dict(enumerate(b4))).p_value
+    assert 0.05 / 4 < raw < 0.05  # significant alone, not after the correction over four datasets
+    assert verdict.status == WITHIN_NOISE and verdict.groups["d4"] == WITHIN_NOISE, verdict.detail
