@@ -50,6 +50,8 @@ file, the line and the field):
                                    # any of its values; rows with fewer than 2 seeds are left out; the same
                                    # rows for every group of `over`)
             fixed: [bm25]          # optional: quantities no training seed moves (BM25, an untrained model)
+            match: [dataset]       # optional: columns whose values are those of the rows the claim compares (the
+                                   # testbed: squad-open at cpu, MS MARCO at full), in each group judged
         requires: [r20-below-ceiling]  # optional: preconditions (below) or other claims' ids that must hold;
                                    # when one does not, the claim is *not testable here*, with its measurement
         paper_values: {taser: 83.6, dpr: 82.5}  # optional: the paper's number per quantity, for the effect ratio
@@ -106,7 +108,7 @@ _PRECONDITION_OPTIONAL = ("column", "over", "groups", "noise", "unit", "reads_tr
 _NOISE_REQUIRED = ("key", "test", "compare")
 _NOISE_OPTIONAL = ("table", "column", "alpha", "quantities", "margin", "method", "seed_noise")
 _SEED_NOISE_REQUIRED = ("table", "rows")
-_SEED_NOISE_OPTIONAL = ("notebook", "std", "n", "fixed")
+_SEED_NOISE_OPTIONAL = ("notebook", "std", "n", "fixed", "match")
 SEED_NOISE_TESTS = ("randomisation", "non-inferiority", "equivalence")  # the question-paired tests it widens
 _FILE_KEYS = ("claims", "metrics", "preconditions")
 
@@ -154,6 +156,7 @@ class SeedNoise:
     std: str = "std"
     n: str = "n"
     fixed: tuple[str, ...] = ()                 # quantities that no training seed moves (BM25, an untrained model)
+    match: tuple[str, ...] = ()                 # columns whose values are those of the rows the claim compares
 
 
 @dataclass(frozen=True)
@@ -533,8 +536,13 @@ def _seed_noise(check: _Checker, noise: Mapping, field_name: str, key: str, test
     if not isinstance(fixed, list) or not all(isinstance(f, str) and f in names for f in fixed):
         check.fail(raw, "fixed", f"{field_name}.fixed", f"must list some of the claim's quantities "
                                                         f"({', '.join(names)}), got {fixed!r}")
+    match = raw.get("match") or []
+    if isinstance(match, str):
+        match = [match]
+    if not isinstance(match, list) or not all(isinstance(m, str) and m not in rows for m in match):
+        check.fail(raw, "match", f"{field_name}.match", f"must list columns not in rows, got {match!r}")
     return SeedNoise(table=text["table"], rows={str(k): v for k, v in rows.items()}, notebook=text["notebook"],
-                     std=text["std"] or "std", n=text["n"] or "n", fixed=tuple(fixed))
+                     std=text["std"] or "std", n=text["n"] or "n", fixed=tuple(fixed), match=tuple(match))
 
 
 def _claim(check: _Checker, raw: Any, index: int, notebook: str, papers: Mapping[str, str] | None,

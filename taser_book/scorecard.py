@@ -295,7 +295,16 @@ def _seed_noise(claim: Claim, tables: _Tables, group: str | None) -> _SeedNoise 
         raise _Problem(NOT_RUN, f"seed noise: no table {notebook}/{spec.table}")
     _require(frame, [spec.std, spec.n, *spec.rows], f"{notebook}/{spec.table}")
     mask = pd.Series(True, index=frame.index)
-    for column, value in spec.rows.items():
+    wanted = dict(spec.rows)
+    for column in spec.match:  # the values of the rows the claim compares (its testbed, in this group)
+        compared = set()
+        for name, q in claim.quantities.items():
+            own = tables.get(q.notebook or claim.notebook, q.table or claim.table)
+            if own is None or column not in own.columns:
+                raise _Problem(ERROR, f"seed noise: match column {column} is not in the claim's table")
+            compared |= set(_select(own, q.where, claim.over, group)[column].astype(str))
+        wanted[column] = sorted(compared)
+    for column, value in wanted.items():
         mask &= np.logical_or.reduce([_matches(frame[column], v) for v in
                                       (value if isinstance(value, list) else [value])])
     rows = frame[mask]
@@ -303,7 +312,7 @@ def _seed_noise(claim: Claim, tables: _Tables, group: str | None) -> _SeedNoise 
     usable = std.notna() & (n >= 2)
     if not usable.any():
         raise _Problem(NOT_RUN, f"seed noise: no row of {notebook}/{spec.table} with "
-                                f"{', '.join(f'{k}={v}' for k, v in spec.rows.items())} has 2 or more seeds")
+                                f"{', '.join(f'{k}={v}' for k, v in wanted.items())} has 2 or more seeds")
     df = float((n[usable] - 1).sum())
     sigma = math.sqrt(float(((n[usable] - 1) * std[usable] ** 2).sum()) / df)
     seeds = {}

@@ -804,3 +804,31 @@ def test_one_group_mildly_reversed_among_four_does_not_fail_the_claim(tmp_path):
     raw = randomisation_test(dict(enumerate(a4)), dict(enumerate(b4))).p_value
     assert 0.05 / 4 < raw < 0.05  # significant alone, not after the correction over four datasets
     assert verdict.status == WITHIN_NOISE and verdict.groups["d4"] == WITHIN_NOISE, verdict.detail
+
+
+def test_seed_noise_can_match_the_testbed_of_the_rows_compared(tmp_path):
+    """`match: [dataset]`: each group's seed noise comes from its own dataset's rows (squad-open at cpu, MS MARCO at
+    full), so one declaration serves every profile."""
+    from taser_book.scorecard import _seed_noise, _Tables
+    text = GROUPS.replace("K-every", "K-match").replace("      compare: [a > b]\n", """\
+      seed_noise:
+        table: spread
+        rows: {metric: MRR@10}
+        match: [dataset]
+      compare: [a > b]
+""")
+    root = make_repo(tmp_path, {"nb": text}, notebooks=("nb",))
+    keys = [f"q{i}" for i in range(20)]
+    rows = [{"model": m, "dataset": g, "query_id": k, "value": 0.5} for g in ("d1", "d2") for m in "ab" for k in keys]
+    publish(root, "cpu", "nb", "per_query", pd.DataFrame(rows))
+    publish(root, "cpu", "nb", "summary", pd.DataFrame(
+        [{"model": m, "dataset": g, "value": 0.5} for g in ("d1", "d2") for m in "ab"]))
+    publish(root, "cpu", "nb", "spread", pd.DataFrame(
+        {"dataset": ["d1", "d1", "d2"], "metric": "MRR@10", "std": [0.01, 0.01, 0.03], "n": [3, 3, 3]}))
+    claim = load_claims(root / "notebooks" / "claims")[0]
+    tables = _Tables(root / "results" / "cpu", root=root)
+    assert _seed_noise(claim, tables, "d1").sigma == pytest.approx(0.01)
+    assert _seed_noise(claim, tables, "d2").sigma == pytest.approx(0.03)
+    with pytest.raises(FormatError, match="must list columns not in rows"):
+        load_claims(make_repo(tmp_path / "bad", {"nb": text.replace("match: [dataset]", "match: [metric]")},
+                              notebooks=("nb",)) / "notebooks" / "claims")
