@@ -499,15 +499,19 @@ def _holm_for_fails(compared: list[_Compared], alpha: float) -> None:
     """A claim fails when any one of its compared pairs (over every group judged) is significantly reversed: a union
     of m tests, so each reversal must stand after Holm's correction over the m pairs (the family-wise error of a
     *fails*). A pair that does not is *within noise*, its p the adjusted one. *Holds* needs every pair to hold, an
-    intersection of tests, which needs no correction."""
-    fails = sorted((c for c in compared if c.status == FAILS), key=lambda c: c.p_value)
-    m, running = len(compared), 0.0
-    for rank, c in enumerate(fails):
-        running = max(running, min(1.0, (m - rank) * c.p_value))
+    intersection of tests, which needs no correction. A pair that is not reversed enters Holm's family with p = 1
+    (its reversal's p is at least alpha), which leaves the reversals' adjusted p as the whole family's would."""
+    from taser_lib.evaluation.significance import adjust_p_values
+
+    m = len(compared)
+    adjusted = adjust_p_values({i: c.p_value if c.status == FAILS else 1.0 for i, c in enumerate(compared)}, "holm")
+    for i, c in enumerate(compared):
+        if c.status != FAILS:
+            continue
         if m > 1:
-            c.what += f"; Holm-adjusted over the claim's {m} compared pairs: p = {running:.3g}"
-        if running >= alpha:
-            c.status, c.p_value = WITHIN_NOISE, running
+            c.what += f"; Holm-adjusted over the claim's {m} compared pairs: p = {adjusted[i]:.3g}"
+        if adjusted[i] >= alpha:
+            c.status, c.p_value = WITHIN_NOISE, adjusted[i]
             c.observed = f"{c.observed} (not significant after Holm's correction)"
 
 
