@@ -1,13 +1,14 @@
 """Every notebook's `full` code path, run on CPU with a tiny random BERT and the data shrunk.
 
 The `full` profile (paper scale on GPU nodes) cannot run here, but its code path must not rot: each notebook is run
-with `profile_parameters("full", notebook)` (the paper's lengths, [CLS] pooling and dot product, the coCondenser and
-checkpoint parameters, several seeds where the profile has them) with only these replaced, where the notebook
-declares them:
+with `profile_parameters("full", notebook)` ([CLS] pooling and dot product, the coCondenser and checkpoint
+parameters, several seeds where the profile has them) with only these replaced, where the notebook declares them:
 
 - every model name (`model`, `cross_encoder_model`, `cocondenser_model`) -> a tiny random BERT with the default
   model's tokenizer (hidden 32, 3 layers, so that TASER with T = 2 has a specialized block);
 - device `cpu`, precision `fp32`, one seed, a handful of training questions and evaluation queries;
+- sequences of 16 / 64 tokens, not the paper's 32 / 256 (or the second paper's 30 / 200): the lengths are numbers the
+  same code reads, and attention, quadratic in them, was a third of a page's time on the tiny BERT;
 - the online datasets -> offline ones of the same kind: DPR's question sets -> nq-open retrieving from a
   `qa_corpus` file in DPR's psgs_w100.tsv form (SQuAD-open's real passages: the streamed dpr-wiki path), BEIR ->
   SciFact, MS MARCO re-ranking -> WikiQA (the de_* pages' MS MARCO `testbed` -> SQuAD-open), EntityQuestions as
@@ -54,6 +55,7 @@ def shrunk(tiny: dict) -> dict:
     model = tiny["bert"]
     return {"model": model, "cross_encoder_model": model, "cocondenser_model": model, "device": "cpu",
             "precision": "fp32", "bf16": False, "offline": True, "seeds": [13], "seed": 13, "epochs": 1,
+            "max_query_length": 16, "max_passage_length": 64,   # see the module's docstring
             "n_train": 8, "n_queries": 5, "n_docs": 60, "batch_size": 4, "eval_batch_size": 16,
             "qa_datasets": ["squad-open", "nq-open"], "qa_corpus": tiny["wiki"],
             "ood_datasets": ["entityquestions", "scifact"], "rerank_datasets": ["wikiqa"], "cell_timeout_s": 600,

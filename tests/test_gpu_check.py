@@ -75,13 +75,19 @@ def test_collect_files_the_results_and_names_the_revision(tmp_path):
     assert bench == {"git_revision": "abc123", "git_revision_on_device": "0ld+dirty"}
 
 
-@pytest.mark.slow
-def test_the_gpu_check_runs_at_toy_size_on_this_cpu(tmp_path, shared_data):
-    bundle = tmp_path / "bundle"
-    build = subprocess.run([sys.executable, "tools/gpu_bundle.py", "build", "--out", str(bundle), "--no-wheels",
+@pytest.fixture(scope="module")
+def bundle(shared_data, tmp_path_factory) -> Path:
+    """`make gpu-bundle` without the wheels, made once for the two toy checks (the bundle is read, never changed)."""
+    out = tmp_path_factory.mktemp("gpu") / "bundle"
+    build = subprocess.run([sys.executable, "tools/gpu_bundle.py", "build", "--out", str(out), "--no-wheels",
                             "--preset", "0", "--mirror", str(shared_data)], cwd=REPO, capture_output=True, text=True)
     assert build.returncode in (0, 1), build.stderr   # 1: over the carry limit (said), still a complete bundle
-    assert "MiB" in build.stdout and (bundle / "model" / "model" / "weights.json").is_file()
+    assert "MiB" in build.stdout and (out / "model" / "model" / "weights.json").is_file()
+    return out
+
+
+@pytest.mark.slow
+def test_the_gpu_check_runs_at_toy_size_on_this_cpu(tmp_path, bundle):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHON": sys.executable, "GPU_BUNDLE": str(bundle), "GPU_CHECK_SITE": str(tmp_path / "site"),
            "GPU_CHECK_PROFILE": "smoke", "GPU_CHECK_DEVICE": "cpu", "GPU_CHECK_BENCH": "quick",
@@ -98,13 +104,9 @@ def test_the_gpu_check_runs_at_toy_size_on_this_cpu(tmp_path, shared_data):
 
 
 @pytest.mark.slow
-def test_pages_stopped_at_their_limit_still_leave_the_bench_and_the_run_records(tmp_path, shared_data):
+def test_pages_stopped_at_their_limit_still_leave_the_bench_and_the_run_records(tmp_path, bundle):
     """A short slot is tried once: pages that overrun GPU_CHECK_PAGES_TIMEOUT are stopped, and the bench, the
     tarball and the run cache's records (no weights) still come back."""
-    bundle = tmp_path / "bundle"
-    build = subprocess.run([sys.executable, "tools/gpu_bundle.py", "build", "--out", str(bundle), "--no-wheels",
-                            "--preset", "0", "--mirror", str(shared_data)], cwd=REPO, capture_output=True, text=True)
-    assert build.returncode in (0, 1), build.stderr
     runs = tmp_path / "runs"
     (runs / "ca-0123456789ab" / "best").mkdir(parents=True)   # a finished run: its records travel, its model not
     (runs / "ca-0123456789ab" / "finished.json").write_text("{}")

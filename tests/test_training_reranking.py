@@ -51,6 +51,33 @@ def squad_sets(squad, squad_index):
 
 # --- SQuAD-open re-ranking sets on the real data ---------------------------------------------------------------------
 
+def test_load_reranking_sets_reads_a_prepared_folder_once_and_as_before(squad, tmp_path):
+    """The named loader keeps the prepared SQuAD-open and its BM25 index per process and folder version: its sets are
+    those of the direct path (a fresh load and a fresh index), a second call re-reads nothing, and a rewritten folder
+    is read again."""
+    from taser_lib.data.squad_open import load_squad_open, write_squad_open
+    from taser_lib.training import reranking as R
+
+    root = write_squad_open(squad, tmp_path / "squad-open")
+    R._squad_open_with_bm25_cached.cache_clear()
+    limits = {"train": 30, "dev": 30, "test": 30}
+
+    def fields(sets):
+        return {split: (r.queries, r.corpus, r.candidates, r.labels, r.meta) for split, r in sets.items()}
+
+    direct = squad_open_reranking(load_squad_open(root), K, depth=50, limits=limits, progress=False)
+    loaded = R.load_reranking_sets("squad-open", k=K, depth=50, limits=limits, path=str(root), progress=False)
+    assert fields(loaded) == fields(direct)
+    again = R.load_reranking_sets("squad-open", k=K, depth=50, limits=limits, path=str(root), progress=False)
+    assert fields(again) == fields(direct) and R._squad_open_with_bm25_cached.cache_info().hits == 1
+    fewer = squad.__class__(squad.corpus, {**squad.splits, "test": dict(list(squad.splits["test"].items())[:50])},
+                            squad.positives, squad.meta)
+    write_squad_open(fewer, root)
+    reread = R.load_reranking_sets("squad-open", ["test"], k=K, depth=50, path=str(root), progress=False)
+    assert set(reread["test"].queries) <= set(fewer.splits["test"]) and R._squad_open_with_bm25_cached.cache_info(
+        ).misses == 2
+
+
 def test_squad_open_labels_follow_the_answer_spans(squad, squad_sets):
     for split, rset in squad_sets.items():
         assert len(rset) == 40 and set(rset.queries) <= set(squad.splits[split])

@@ -381,6 +381,27 @@ def test_squad_open_source_and_dev_subset(squad, tiny_bert, tmp_path):
     assert set(metrics) == {"R@1", "R@5", "R@20", "R@100"} and metrics["R@100"] >= metrics["R@1"]
 
 
+def test_squad_open_training_set_is_parsed_once_and_read_as_before(squad, tmp_path):
+    """The training json is parsed once per process and file version: every read equals a fresh parse (the
+    library's reader, field by field), each caller gets lists of its own, and a rewritten file is read again."""
+    from taser_lib.data.squad_open import read_training_json
+
+    root = write_squad_open(squad, tmp_path / "squad-open")
+    R._squad_open_examples_cached.cache_clear()
+    first = R._squad_open_examples(root, "train")
+    assert first == read_training_json(root, "train")
+    first[0].hard_negatives.append(first[0].positives[0])   # a caller's change stays its own
+    first[1].positives.clear()
+    second = R._squad_open_examples(root, "train")
+    assert second == read_training_json(root, "train") and R._squad_open_examples_cached.cache_info().hits == 1
+    assert second[0] is not first[0] and second[1].positives
+    smaller = squad.__class__(squad.corpus, {**squad.splits, "train": dict(list(squad.splits["train"].items())[:5])},
+                              squad.positives, squad.meta)
+    write_squad_open(smaller, root)          # the folder replaced: its json is read again, not the cached one
+    assert R._squad_open_examples(root, "train") == read_training_json(root, "train")
+    assert len(R._squad_open_examples(root, "train")) < len(second)
+
+
 def test_mined_negatives_combine_p1_and_p2_only_in_single_set():
     corpus = {d: Document(d, "text") for d in ("m0", "m1", "m2", "d0h0")}
     s = R.TrainingSet("a", [example(0, n_hard=1)])

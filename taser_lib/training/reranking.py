@@ -15,11 +15,13 @@ resumable, seeded batches (`GroupBatches`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -247,13 +249,29 @@ def load_reranking_sets(dataset: str, splits: Sequence[str] = ("train", "dev", "
     if dataset in TESTBED_LOADERS:
         return TESTBED_LOADERS[dataset](splits, k, limits=limits, data_dir=data_dir, progress=progress)
     if dataset == "squad-open":
-        squad = load_squad_open(path or prepared_dir("squad-open", data_dir))
-        return squad_open_reranking(squad, k, depth=depth, splits=splits, limits=limits, progress=progress)
+        squad, index = _squad_open_with_bm25(Path(path or prepared_dir("squad-open", data_dir)), progress)
+        return squad_open_reranking(squad, k, depth=depth, splits=splits, limits=limits, index=index,
+                                    progress=progress)
     if dataset in ("wikiqa", "trecqa"):
         sets = {split: from_candidate_lists(load_dataset(dataset, split, data_dir=data_dir)) for split in splits}
         return {split: rset if limits.get(split) is None else rset.sample(limits[split])
                 for split, rset in sets.items()}
     raise ValueError(f"unknown re-ranking dataset {dataset!r}; expected one of {RERANKING_DATASETS}")
+
+
+def _squad_open_with_bm25(root: Path, progress: bool) -> tuple[SquadOpen, BM25Index]:
+    """The prepared SQuAD-open and BM25 over its corpus, read and built once per process and version of the folder (a
+    page loads its re-ranking sets once per run, a dozen times, and each load read three splits and built the index
+    again); both are only read by `squad_open_reranking`."""
+    if not (root / "meta.json").is_file():
+        load_squad_open(root)  # raises the error that says what is missing
+    return _squad_open_with_bm25_cached(root.resolve(), (root / "meta.json").stat().st_mtime_ns, progress)
+
+
+@functools.lru_cache(maxsize=2)
+def _squad_open_with_bm25_cached(root: Path, stamp: int, progress: bool) -> tuple[SquadOpen, BM25Index]:
+    squad = load_squad_open(root)
+    return squad, BM25Index.build(squad.corpus, progress=progress)
 
 
 # --- training groups ------------------------------------------------------------------------------------------------

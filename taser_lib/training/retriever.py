@@ -107,10 +107,22 @@ def add_bm25_negatives(examples: list[TrainingExample], corpus: Corpus, n: int, 
 
 def _squad_open_examples(root: Path, split: str) -> list[TrainingExample]:
     """The prepared split's DPR retriever json: questions with a positive, with the BM25 hard negatives
-    `taser data prepare squad-open` mined (best first), if any; its count checked against meta.json's."""
+    `taser data prepare squad-open` mined (best first), if any; its count checked against meta.json's.
+
+    Parsed once per process and version of the file (a page trains a dozen runs on the same split, and parsing it
+    took about a second each time); each call gets its own examples and lists, so a caller may change them."""
+    path = root / "dpr" / f"{split}.json"
+    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else None
+    return [dataclasses.replace(e, positives=list(e.positives), negatives=list(e.negatives),
+                                hard_negatives=list(e.hard_negatives))
+            for e in _squad_open_examples_cached(root.resolve(), split, stamp)]
+
+
+@functools.lru_cache(maxsize=4)
+def _squad_open_examples_cached(root: Path, split: str, stamp: tuple[int, int] | None) -> tuple[TrainingExample, ...]:
     from ..data.squad_open import read_training_json
 
-    return read_training_json(root, split)
+    return tuple(read_training_json(root, split))
 
 
 def load_training_set(source: DataSource, data: RetrieverDataConfig, progress: bool = True) -> TrainingSet:
