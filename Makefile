@@ -44,9 +44,10 @@ book: setup
 # The suite runs on TEST_WORKERS pytest-xdist workers (tests/conftest.py keeps each test file and each notebook on one
 # worker and starts the slowest first): two on this project's 2-core machines. Measured on a fresh clone (2026-11-28),
 # venv included: 14 min (pytest 12.1 min, 1,226 tests; 21 before each nbval kernel got its share of the cores, 46 before
-# smoke ran on the tiny model) on the AMX Xeon; on the 2-core AMD EPYC (AVX2 only, 2026-11-30): 19.4 min (pytest 17.2,
-# 1,364 tests; 20.6 and 18.3 before the SQuAD-open reads were cached). About a fifth of pytest's time there is
-# torch and transformers being imported by each of some 45 kernels and subprocesses. TEST_WORKERS=1 runs it serially.
+# smoke ran on the tiny model) on the AMX Xeon; on the 2-core AMD EPYC (AVX2 only, 2026-11-30), whose speed drifts by a
+# quarter from hour to hour: 19.4 and 21.5 min (pytest 17.2 and 18.7, 1,364 tests), against 20.6 before the SQuAD-open
+# reads were cached (interleaved on one machine, the notebook runs take 25% less). About a fifth of pytest's time there
+# is torch and transformers being imported by each of some 45 kernels and subprocesses. TEST_WORKERS=1: serially.
 TEST_WORKERS ?= 2
 XDIST       := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope,)
 test: setup browser
