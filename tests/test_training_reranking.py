@@ -53,13 +53,14 @@ def squad_sets(squad, squad_index):
 
 def test_load_reranking_sets_reads_a_prepared_folder_once_and_as_before(squad, tmp_path):
     """The named loader keeps the prepared SQuAD-open and its BM25 index per process and folder version: its sets are
-    those of the direct path (a fresh load and a fresh index), a second call re-reads nothing, and a rewritten folder
-    is read again."""
-    from taser_lib.data.squad_open import load_squad_open, write_squad_open
+    those of the direct path (a fresh load and a fresh index), a second call re-reads nothing, the SquadOpen it reads
+    is the one the retriever's training reads (`shared_squad_open`), and a rewritten folder is read again."""
+    from taser_lib.data.squad_open import _shared_squad_open, load_squad_open, shared_squad_open, write_squad_open
     from taser_lib.training import reranking as R
 
     root = write_squad_open(squad, tmp_path / "squad-open")
     R._squad_open_with_bm25_cached.cache_clear()
+    _shared_squad_open.cache_clear()
     limits = {"train": 30, "dev": 30, "test": 30}
 
     def fields(sets):
@@ -70,6 +71,8 @@ def test_load_reranking_sets_reads_a_prepared_folder_once_and_as_before(squad, t
     assert fields(loaded) == fields(direct)
     again = R.load_reranking_sets("squad-open", k=K, depth=50, limits=limits, path=str(root), progress=False)
     assert fields(again) == fields(direct) and R._squad_open_with_bm25_cached.cache_info().hits == 1
+    assert R._squad_open_with_bm25(root, False)[0] is shared_squad_open(root)
+    assert _shared_squad_open.cache_info().misses == 1   # one read of the folder for both
     fewer = squad.__class__(squad.corpus, {**squad.splits, "test": dict(list(squad.splits["test"].items())[:50])},
                             squad.positives, squad.meta)
     write_squad_open(fewer, root)

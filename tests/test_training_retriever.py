@@ -382,24 +382,30 @@ def test_squad_open_source_and_dev_subset(squad, tiny_bert, tmp_path):
 
 
 def test_squad_open_training_set_is_parsed_once_and_read_as_before(squad, tmp_path):
-    """The training json is parsed once per process and file version: every read equals a fresh parse (the
-    library's reader, field by field), each caller gets lists of its own, and a rewritten file is read again."""
-    from taser_lib.data.squad_open import read_training_json
+    """The training json is parsed once per process and file version (`shared_training_examples`): every read equals
+    a fresh parse (the library's reader, field by field), each caller gets lists of its own, a rewritten file is read
+    again, and the retriever's training set reads its examples and corpus through the shared loaders."""
+    from taser_lib.data import squad_open as S
 
     root = write_squad_open(squad, tmp_path / "squad-open")
-    R._squad_open_examples_cached.cache_clear()
-    first = R._squad_open_examples(root, "train")
-    assert first == read_training_json(root, "train")
+    S._shared_training_examples.cache_clear()
+    first = S.shared_training_examples(root, "train")
+    assert first == S.read_training_json(root, "train")
     first[0].hard_negatives.append(first[0].positives[0])   # a caller's change stays its own
     first[1].positives.clear()
-    second = R._squad_open_examples(root, "train")
-    assert second == read_training_json(root, "train") and R._squad_open_examples_cached.cache_info().hits == 1
+    second = S.shared_training_examples(root, "train")
+    assert second == S.read_training_json(root, "train") and S._shared_training_examples.cache_info().hits == 1
     assert second[0] is not first[0] and second[1].positives
+    data = RetrieverDataConfig(train=[DataSource("squad-open", "train", str(root))], bm25_negatives=0,
+                               dev=DataSource("squad-open", "dev", str(root)), hard_negative_pool=None)
+    (train_set,) = R.load_training_sets(data, progress=False)
+    assert train_set.examples == second and S._shared_training_examples.cache_info().hits == 2
+    assert train_set.corpus is S.shared_squad_open(root).corpus   # one corpus object per folder version
     smaller = squad.__class__(squad.corpus, {**squad.splits, "train": dict(list(squad.splits["train"].items())[:5])},
                               squad.positives, squad.meta)
     write_squad_open(smaller, root)          # the folder replaced: its json is read again, not the cached one
-    assert R._squad_open_examples(root, "train") == read_training_json(root, "train")
-    assert len(R._squad_open_examples(root, "train")) < len(second)
+    assert S.shared_training_examples(root, "train") == S.read_training_json(root, "train")
+    assert len(S.shared_training_examples(root, "train")) < len(second)
 
 
 def test_mined_negatives_combine_p1_and_p2_only_in_single_set():

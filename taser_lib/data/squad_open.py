@@ -24,6 +24,8 @@ Construction (deterministic; every choice is recorded in split.json next to the 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import random
 import re
 import time
@@ -215,3 +217,39 @@ def read_training_json(prepared_dir: str | Path, split: str) -> list[TrainingExa
         raise damaged(err, root, meta) from None
     check_counts(root, meta, {name: len(examples)})
     return examples
+
+
+# --- one read per process -------------------------------------------------------------------------------------------
+# A page trains a dozen runs on the same prepared folder in one process. Each run read the folder again (about a
+# second for SQuAD-open's three splits, another for a split's training json), so these two keep what they read per
+# process and version of the file they read: a folder or file rewritten since is read again.
+
+def shared_squad_open(prepared_dir: str | Path) -> SquadOpen:
+    """`load_squad_open(prepared_dir)`, read once per process and version of the folder (its meta.json's
+    modification time): every caller gets the same object, so training, dev evaluation and re-ranking share one
+    corpus (and hence its embeddings). Callers only read it; `load_squad_open` gives a copy of one's own."""
+    root = Path(prepared_dir)
+    if not (root / "meta.json").is_file():
+        return load_squad_open(root)  # raises the error that says what is missing
+    return _shared_squad_open(root.resolve(), (root / "meta.json").stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=2)
+def _shared_squad_open(root: Path, stamp: int) -> SquadOpen:
+    return load_squad_open(root)
+
+
+def shared_training_examples(prepared_dir: str | Path, split: str) -> list[TrainingExample]:
+    """`read_training_json(prepared_dir, split)`, parsed once per process and version of the file (its modification
+    time and size); each call gets examples and lists of its own, so a caller may change them."""
+    root = Path(prepared_dir)
+    path = root / "dpr" / f"{split}.json"
+    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else None
+    return [dataclasses.replace(e, positives=list(e.positives), negatives=list(e.negatives),
+                                hard_negatives=list(e.hard_negatives))
+            for e in _shared_training_examples(root.resolve(), split, stamp)]
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_training_examples(root: Path, split: str, stamp: tuple[int, int] | None) -> tuple[TrainingExample, ...]:
+    return tuple(read_training_json(root, split))

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..data.answers import AnswerMatcher
 from ..data.registry import load_dataset, prepared_dir
-from ..data.squad_open import SPLITS as SQUAD_OPEN_SPLITS, SquadOpen, load_squad_open
+from ..data.squad_open import SPLITS as SQUAD_OPEN_SPLITS, SquadOpen, load_squad_open, shared_squad_open
 from ..data.types import Candidates, Corpus, Dataset, Document, Qrels, Queries, Run
 from ..errors import ConfigError
 from ..retrieval.bm25 import BM25Index, document_text
@@ -260,9 +260,9 @@ def load_reranking_sets(dataset: str, splits: Sequence[str] = ("train", "dev", "
 
 
 def _squad_open_with_bm25(root: Path, progress: bool) -> tuple[SquadOpen, BM25Index]:
-    """The prepared SQuAD-open and BM25 over its corpus, read and built once per process and version of the folder (a
-    page loads its re-ranking sets once per run, a dozen times, and each load read three splits and built the index
-    again); both are only read by `squad_open_reranking`."""
+    """The prepared SQuAD-open (`shared_squad_open`, the object training and dev evaluation read too) and BM25 over
+    its corpus, built once per process and version of the folder (a page loads its re-ranking sets once per run, a
+    dozen times, and each load built the index again); both are only read by `squad_open_reranking`."""
     if not (root / "meta.json").is_file():
         load_squad_open(root)  # raises the error that says what is missing
     return _squad_open_with_bm25_cached(root.resolve(), (root / "meta.json").stat().st_mtime_ns, progress)
@@ -270,7 +270,7 @@ def _squad_open_with_bm25(root: Path, progress: bool) -> tuple[SquadOpen, BM25In
 
 @functools.lru_cache(maxsize=2)
 def _squad_open_with_bm25_cached(root: Path, stamp: int, progress: bool) -> tuple[SquadOpen, BM25Index]:
-    squad = load_squad_open(root)
+    squad = shared_squad_open(root)
     return squad, BM25Index.build(squad.corpus, progress=progress)
 
 

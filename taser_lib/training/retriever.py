@@ -24,7 +24,6 @@ for significance tests).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import logging
 from collections.abc import Iterator, Sequence
@@ -35,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..data.squad_open import SquadOpen, load_squad_open
+from ..data.squad_open import shared_squad_open, shared_training_examples
 from ..data.training_examples import TrainingExample, qrels_training_examples, read_dpr_retriever_json
 from ..data.types import Corpus, Document
 from ..errors import ConfigError, TaserError
@@ -73,17 +72,6 @@ def _squad_open_root(source: DataSource) -> Path:
     return root
 
 
-def _load_squad_open(root: Path) -> SquadOpen:
-    """One SquadOpen per prepared folder (and version of it), so training and dev sets share the corpus object
-    and hence its embeddings at each evaluation."""
-    return _load_squad_open_cached(root.resolve(), (root / "meta.json").stat().st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=2)
-def _load_squad_open_cached(root: Path, stamp: int) -> SquadOpen:
-    return load_squad_open(root)
-
-
 def source_name(source: DataSource) -> str:
     return {"squad-open": f"squad-open:{source.split}", "beir": f"{source.path}:{source.split}"}.get(
         source.format, str(source.path))
@@ -105,32 +93,12 @@ def add_bm25_negatives(examples: list[TrainingExample], corpus: Corpus, n: int, 
             if not e.hard_negatives else e for e in examples]
 
 
-def _squad_open_examples(root: Path, split: str) -> list[TrainingExample]:
-    """The prepared split's DPR retriever json: questions with a positive, with the BM25 hard negatives
-    `taser data prepare squad-open` mined (best first), if any; its count checked against meta.json's.
-
-    Parsed once per process and version of the file (a page trains a dozen runs on the same split, and parsing it
-    took about a second each time); each call gets its own examples and lists, so a caller may change them."""
-    path = root / "dpr" / f"{split}.json"
-    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else None
-    return [dataclasses.replace(e, positives=list(e.positives), negatives=list(e.negatives),
-                                hard_negatives=list(e.hard_negatives))
-            for e in _squad_open_examples_cached(root.resolve(), split, stamp)]
-
-
-@functools.lru_cache(maxsize=4)
-def _squad_open_examples_cached(root: Path, split: str, stamp: tuple[int, int] | None) -> tuple[TrainingExample, ...]:
-    from ..data.squad_open import read_training_json
-
-    return tuple(read_training_json(root, split))
-
-
 def load_training_set(source: DataSource, data: RetrieverDataConfig, progress: bool = True) -> TrainingSet:
     """Examples of one data source, each question's hard-negative pool cut to its first `hard_negative_pool`;
     BM25 hard negatives are added to the examples without any when the source has a corpus."""
     if source.format == "squad-open":
         root = _squad_open_root(source)
-        examples, corpus = _squad_open_examples(root, source.split), _load_squad_open(root).corpus
+        examples, corpus = shared_training_examples(root, source.split), shared_squad_open(root).corpus
     elif source.format == "beir":
         dataset = load_evaluation_set(source.path, source.split)
         examples, corpus = qrels_training_examples(dataset), dataset.corpus
@@ -336,10 +304,10 @@ def dev_evaluator(data: RetrieverDataConfig, tokenizer, seed: int, progress: boo
                           "(set data.dev: null and score the final model with `taser evaluate`)")
     if source.format == "squad-open":
         root = _squad_open_root(source)
-        squad = _load_squad_open(root)
+        squad = shared_squad_open(root)
         qids = _sample(list(squad.splits[source.split]), data.dev_questions, seed)
         queries = {q: squad.splits[source.split][q] for q in qids}
-        examples = [e for e in _squad_open_examples(root, source.split) if e.query.id in queries]
+        examples = [e for e in shared_training_examples(root, source.split) if e.query.id in queries]
         if data.dev_corpus_sample is not None and data.bm25_negatives:
             examples = add_bm25_negatives(examples, squad.corpus, data.bm25_negatives, progress=progress)
         corpus = eval_corpus(examples, squad.corpus, data.dev_corpus_sample, seed)
