@@ -108,7 +108,7 @@ class Verdict:
 # ----------------------------------------------------------------------------------------------- staleness
 
 # The claims files' loader and this module read result tables and never write them, and the book judges every result
-# again when it is built (`reproduce.build_book` puts a freshly judged verdict box on each page and remakes the output
+# again when it is built (`book.build_book` puts a freshly judged verdict box on each page and remakes the output
 # of its `notebook_claims(...)` cell). So a change to them makes no result stale, and a better test of a claim needs
 # no rerun of the notebooks. The figure functions draw from the tables and write none, so a change to them leaves
 # every verdict as it was (the runner still reruns the notebook, to redraw its figures). Every other library file a
@@ -1018,7 +1018,7 @@ class _ClaimLink:
 
 
 def claim_anchor(claim_id: str) -> str:
-    """The HTML id of a claim's row in its page's verdict box (`reproduce.book_notebook` writes it)."""
+    """The HTML id of a claim's row in its page's verdict box (`book.book_notebook` writes it)."""
     return "claim-" + re.sub(r"[^A-Za-z0-9_-]", "-", claim_id)
 
 

@@ -29,7 +29,8 @@ import nbformat
 import pytest
 import yaml
 
-from taser_book.reproduce import book_notebook, build_book, reproduce, run_times
+from taser_book.book import book_notebook, build_book, run_times
+from taser_book.reproduce import reproduce
 from taser_book.results import save_result
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,7 +93,7 @@ _FIGURE_CALL = re.compile(r"\b(?:plot|draw)_\w+\(")
 def test_every_figure_cell_of_a_current_page_shows_its_figure():
     """A committed page made with the current code shows a figure for every cell that draws one (since 446e978 the
     pages showed only their first figure cell, unnoticed: nothing looked for the others)."""
-    from taser_book.reproduce import page_stale_reason
+    from taser_book.runner import page_stale_reason
 
     undrawn = []
     for executed in sorted((REPO / "results").glob("*/*/notebook.ipynb")):
@@ -108,7 +109,7 @@ def test_every_figure_cell_of_a_current_page_shows_its_figure():
 def test_every_missing_value_a_committed_page_shows_says_why():
     """A table cell without a value shows as "–" (never NaN or <NA>), and the page's sentence in
     book/missing_values.yaml says why under the table; a committed page whose tables have such cells needs one."""
-    from taser_book.reproduce import _clean_outputs, load_missing_value_notes
+    from taser_book.executed import _clean_outputs, load_missing_value_notes
 
     notes = load_missing_value_notes(REPO)
     unexplained = []
@@ -290,7 +291,7 @@ def test_run_times_table_lists_each_notebook_and_profile(tmp_path):
 def test_the_run_times_page_says_what_each_page_decides(tmp_path):
     import pandas as pd
 
-    from taser_book.reproduce import claims_judged, write_runs_page
+    from taser_book.book import claims_judged, write_runs_page
 
     card = pd.DataFrame({"notebook": ["nb", "nb", "nb", "other"],
                          "verdict (cpu)": ["holds", "not testable here", "within noise", "fails"]})
@@ -529,7 +530,7 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
             assert state["verdict_box"], f"{entry} does not open with its claims and verdicts"
 
     # every page: no console error, math rendered offline (no raw TeX delimiters), nothing scrolls sideways
-    from taser_book.reproduce import page_stale_reason
+    from taser_book.runner import page_stale_reason
 
     def current(stem: str) -> bool:
         folders = [REPO / "results" / p / stem for p in ("cpu", "gpu", "full")]
@@ -557,7 +558,7 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
 
     # every claim link of the scorecard, the front page and the chapter pages lands on that claim's row of an
     # existing page; from the front page, every table and figure of both papers is one click from its page
-    from taser_book.reproduce import load_paper_items
+    from taser_book.book import load_paper_items
 
     targets: dict[str, set[str]] = {}
     for entry in ("book/scorecard", "book/intro", "book/taser", "book/dual_encoders"):
@@ -590,7 +591,7 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
 
 
 def test_book_pages_drop_timers_paths_and_missing_value_marks():
-    from taser_book.reproduce import _clean_outputs
+    from taser_book.executed import _clean_outputs
 
     stream = {"output_type": "stream", "name": "stdout",
               "text": "teacher: cross-encoder-1; 3 s so far\nquestions compared: 500\nwall time 12 s\n"}
@@ -617,7 +618,7 @@ def test_book_pages_drop_timers_paths_and_missing_value_marks():
     ("a: 'unclosed\n", "missing_values.yaml:"),
 ])
 def test_a_malformed_missing_values_file_is_a_located_error(tmp_path, text, message):
-    from taser_book.reproduce import load_missing_value_notes
+    from taser_book.executed import load_missing_value_notes
     from taser_lib.errors import ConfigError
 
     (tmp_path / "book").mkdir()

@@ -1,5 +1,5 @@
-"""The book's ways in (reproduce.py): both papers' tables and figures on the front page, the chapter pages' claims,
-each linked to the claim's anchor on its page."""
+"""The book's ways in (taser_book/book.py): both papers' tables and figures on the front page, the chapter pages'
+claims, each linked to the claim's anchor on its page."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from taser_book.reproduce import (PageVerdicts, PaperItem, chapter_verdicts, insert_before_heading, load_paper_items,
-                                  paper_refs, papers_section)
+from taser_book.book import (PageVerdicts, PaperItem, chapter_verdicts, insert_before_heading, load_paper_items,
+                             paper_refs, papers_section)
 from taser_lib.errors import ConfigError
 from taser_book.scorecard import claim_anchor
 
@@ -63,7 +63,7 @@ def test_chapter_rows_get_their_claims_and_other_lines_stay():
 def test_a_page_of_preconditions_shows_them_in_its_chapter_row_and_under_its_title(tmp_path):
     import nbformat
 
-    from taser_book.reproduce import book_notebook
+    from taser_book.book import book_notebook
 
     pre = pd.DataFrame([{"precondition": "probe-ca-leads-de", "what it says": "the CA leads", "status": "not met",
                          "per setting": "squad-open, 200 questions: not met; wikiqa, all questions: met",

@@ -29,7 +29,8 @@ from transformers import BertConfig, BertModel
 
 from taser_lib.data.squad_open import build_squad_open
 from taser_lib.models import default_checkpoint
-from taser_book.reproduce import find_notebooks, load_profiles, run_notebook
+from taser_book.profiles import load_profiles
+from taser_book.runner import find_notebooks, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = [p for p in find_notebooks(ROOT) if p.stem != "performance"]  # the benchmark page reads results/bench

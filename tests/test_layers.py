@@ -6,7 +6,7 @@ at the top.
 The layers, lowest first, as the README lists them (each package's __init__.py repeats its list):
 
     taser_lib:  errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training
-    taser_book: results, preserving, claims, run_ledger -> tables -> runs -> plots -> scorecard -> reproduce, bench -> cli
+    taser_book: results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> runner -> book -> reproduce, bench -> cli
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("training",),
     ),
     BOOK: (
-        ("results", "preserving", "claims", "run_ledger"),
+        ("results", "preserving", "claims", "run_ledger", "profiles", "executed"),
         ("tables",),
         ("runs",),
         ("plots",),
         ("scorecard",),
+        ("runner",),
+        ("book",),
         ("reproduce", "bench"),
         ("cli",),
     ),

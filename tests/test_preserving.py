@@ -11,7 +11,7 @@ import yaml
 
 from taser_book import scorecard
 from taser_book.preserving import PRESERVING_CHANGES, read_preserving_changes
-from taser_book.reproduce import page_stale_reason
+from taser_book.runner import page_stale_reason
 from taser_book.results import notebook_sha256
 from taser_lib.errors import FormatError
 

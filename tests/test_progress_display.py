@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from taser_book.reproduce import book_notebook
+from taser_book.book import book_notebook
 
 PACKAGE = Path(__file__).resolve().parents[1] / "taser_lib"
 WIDGET = "application/vnd.jupyter.widget-view+json"

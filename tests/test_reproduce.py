@@ -17,10 +17,9 @@ import pytest
 import yaml
 
 from taser_lib.errors import ConfigError, FormatError
-from taser_book.reproduce import (
-    PROFILES_FILE, REQUIRED_KEYS, find_notebooks, load_profiles, load_result, profile_parameters, reproduce,
-    run_notebook, run_order, save_result,
-)
+from taser_book.profiles import PROFILES_FILE, REQUIRED_KEYS, load_profiles, profile_parameters
+from taser_book.reproduce import load_result, reproduce, save_result
+from taser_book.runner import find_notebooks, run_notebook, run_order
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -273,7 +272,7 @@ def test_failed_run_keeps_the_good_result(repo, tmp_path):
 
 
 def test_a_library_changed_while_running_fails_the_run_and_keeps_the_result(repo, tmp_path, monkeypatch):
-    from taser_book import reproduce as runner
+    from taser_book import runner
 
     results = tmp_path / "results"
     notebook = repo / "notebooks" / "tiny.ipynb"
@@ -292,7 +291,7 @@ def test_a_library_changed_while_running_fails_the_run_and_keeps_the_result(repo
 def test_a_judging_file_changed_while_running_does_not_fail_the_run():
     # the claims and the scorecard judge a page when the book is built: as for staleness, a change to them does not
     # make a page's run record code it did not run
-    from taser_book.reproduce import _changed_while_running
+    from taser_book.runner import _changed_while_running
 
     recorded = {"library_files": {"taser_book/scorecard.py": "new", "taser_lib/io.py": "same"}}
     assert _changed_while_running(recorded, {"taser_book/scorecard.py": "old", "taser_lib/io.py": "same"}) == []
@@ -387,7 +386,7 @@ save_result(results_dir, "leg", {"seconds": leg["seconds"]})
 
 
 def test_a_killed_leg_counts_into_the_wall_time_of_the_run_that_resumes(tmp_path, monkeypatch):
-    from taser_book import reproduce as runner
+    from taser_book import runner
 
     monkeypatch.setattr(runner, "HEARTBEAT_S", 0.2)
     notebook = write_notebook(tmp_path / "notebooks" / "legs.ipynb", LEG_PROBE)
@@ -412,7 +411,7 @@ def test_a_killed_leg_counts_into_the_wall_time_of_the_run_that_resumes(tmp_path
     assert not (out / ".heartbeat.json").exists()                 # and is never published
     assert sorted(p.name for p in staging.iterdir()) == ["legs-live0002", "legs-old00003", "legs_other-dead0004"]
 
-    from taser_book.reproduce import _provenance_line, run_times
+    from taser_book.book import _provenance_line, run_times
     assert "in 2 legs" in _provenance_line(meta)
     table = run_times(tmp_path, tmp_path / "results")
     assert table.loc[table.notebook == "legs", "legs"].item() == 2
@@ -422,7 +421,7 @@ def test_a_killed_leg_counts_into_the_wall_time_of_the_run_that_resumes(tmp_path
 def test_a_leg_killed_after_taking_over_an_earlier_one_hands_both_on(tmp_path, monkeypatch):
     """Three sessions: the first leg is killed, the second takes it over (removing its staging folder) and is killed
     in turn; the third counts both, because the second's heartbeat carried the first."""
-    from taser_book import reproduce as runner
+    from taser_book import runner
 
     monkeypatch.setattr(runner, "HEARTBEAT_S", 0.2)
     notebook = write_notebook(tmp_path / "notebooks" / "legs.ipynb", LEG_PROBE)
@@ -616,7 +615,7 @@ def test_only_names_must_exist(tmp_path):
 # ------------------------------------------------------------------------------------------------ the book
 
 def test_book_shows_the_largest_profile_unless_told(tmp_path):
-    from taser_book.reproduce import executed_notebook
+    from taser_book.book import executed_notebook
 
     for profile in ("smoke", "cpu"):
         (tmp_path / profile / "nb").mkdir(parents=True)
@@ -684,7 +683,8 @@ def test_results_are_published_only_from_committed_code(tmp_path):
     import subprocess
 
     from taser_lib.errors import ConfigError
-    from taser_book.reproduce import code_revision, reproduce
+    from taser_book.reproduce import reproduce
+    from taser_book.runner import code_revision
 
     def git(*args):
         subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)

@@ -35,7 +35,7 @@ def _cases() -> list[dict]:
     """Every re-ranking page's `rerank_params` at every profile, with every re-ranking entry."""
     import nbformat
 
-    from taser_book.reproduce import notebook_parameters
+    from taser_book.runner import notebook_parameters
     from taser_book.runs.recipes import load_variants
 
     names = sorted(load_variants(section="reranking"))

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from taser_book.reproduce import clean_run_hours, clean_run_notebooks, clean_run_sentence, reproduce
+from taser_book.book import clean_run_hours, clean_run_notebooks, clean_run_sentence
+from taser_book.reproduce import reproduce
 from taser_book.run_ledger import (LEDGER_NAME, Leg, clean_run, hours_into_run, read_legs, run_cache_id,
                                    runs_cache_is_empty)
 

@@ -71,7 +71,7 @@ def test_without_a_folder_nothing_is_written(tmp_path, monkeypatch, one_thread):
 def test_the_runner_keeps_embeddings_beside_the_run_cache(tmp_path, monkeypatch):
     import os
 
-    from taser_book.reproduce import _embeddings_kept
+    from taser_book.runner import _embeddings_kept
 
     monkeypatch.delenv(seeded.ENV_EMBEDDINGS_DIR, raising=False)
     monkeypatch.delenv("TASER_RUNS_DIR", raising=False)

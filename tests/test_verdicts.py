@@ -555,7 +555,7 @@ def test_a_change_to_the_judging_modules_makes_no_result_stale(tmp_path):
 def test_a_changed_figure_function_leaves_verdicts_alone_but_reruns_the_page(tmp_path):
     import json
 
-    from taser_book.reproduce import page_stale_reason
+    from taser_book.runner import page_stale_reason
     from taser_book.scorecard import stale_reason
 
     root = make_repo(tmp_path, {"nb": PAIRED}, notebooks=("nb",))
@@ -575,7 +575,7 @@ def test_a_changed_figure_function_leaves_verdicts_alone_but_reruns_the_page(tmp
 def test_the_book_page_opens_with_the_verdicts_judged_now(tmp_path):
     import nbformat
 
-    from taser_book.reproduce import book_notebook
+    from taser_book.book import book_notebook
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# A page\n\nText."),
@@ -612,7 +612,7 @@ def test_the_book_page_opens_with_the_verdicts_judged_now(tmp_path):
 
 
 def test_the_verdict_box_shows_each_claim_in_one_line():
-    from taser_book.reproduce import short_statement
+    from taser_book.book import short_statement
 
     # the parenthetical qualifiers and what follows a semicolon go (the dropdown keeps them); math stays
     assert short_statement('Label smoothing does not improve DE test MRR@10 ("smoothing has a minimal effect"; '
@@ -621,7 +621,7 @@ def test_the_verdict_box_shows_each_claim_in_one_line():
     assert short_statement("a dual encoder of dimension rank(S) (SVD)") == "a dual encoder of dimension rank(S)"
     assert short_statement("τ²·g → (1/8)·h as τ grows") == "τ²·g → (1/8)·h as τ grows"
     assert short_statement("gains (a (nested) note) everywhere") == "gains everywhere"
-    from taser_book.reproduce import _box_unit
+    from taser_book.book import _box_unit
 
     assert _box_unit("x=1 (a (b) c (d (e)), %)") == "x=1 (a c, %)" and _box_unit("x=1 (MRR@10)") == "x=1 (MRR@10)"
     assert _box_unit("x=1") == "x=1" and _box_unit("(whole)") == "(whole)"

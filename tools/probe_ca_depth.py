@@ -24,7 +24,7 @@ import time
 import papermill
 import yaml
 
-from taser_book.reproduce import notebook_parameters
+from taser_book.runner import notebook_parameters
 from taser_book.runs import changes
 from taser_book.runs.capacity import checkpoint_shape, parse_sizes, size_changes
 from taser_book.runs.recipes import reranking_run

@@ -54,7 +54,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def _book(args: argparse.Namespace) -> int:
-    from ..reproduce import build_book
+    from ..book import build_book
 
     index = build_book(args.root, args.results, prefer=args.profile)
     print(f"book: {index}")
