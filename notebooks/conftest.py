@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from taser_book.reproduce import THREAD_ENVS, available_cores
+from taser_book.runner import THREAD_ENVS, available_cores
 
 
 @pytest.hookimpl(hookwrapper=True)
