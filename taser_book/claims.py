@@ -52,6 +52,9 @@ file, the line and the field):
             fixed: [bm25]          # optional: quantities no training seed moves (BM25, an untrained model)
             match: [dataset]       # optional: columns whose values are those of the rows the claim compares (the
                                    # testbed: squad-open at cpu, MS MARCO at full), in each group judged
+        exact: parameter counts    # instead of `noise`: why the numbers carry no noise to test (counts, a proof's
+                                   # floating-point error); a claim with neither reads *not testable here*, as a
+                                   # difference between trained models cannot be told from their noise without a test
         requires: [r20-below-ceiling]  # optional: preconditions (below) or other claims' ids that must hold;
                                    # when one does not, the claim is *not testable here*, with its measurement
         paper_values: {taser: 83.6, dpr: 82.5}  # optional: the paper's number per quantity, for the effect ratio
@@ -102,7 +105,7 @@ DEFAULT_ALPHA = 0.05
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _QUANTITY_KEYS = ("notebook", "table", "column", "aggregate")  # in a quantity: overrides, not filters
 _CLAIM_REQUIRED = ("id", "paper", "where", "statement", "paper_numbers", "table", "quantities", "test")
-_CLAIM_OPTIONAL = ("column", "over", "groups", "noise", "requires", "paper_values", "unit")
+_CLAIM_OPTIONAL = ("column", "over", "groups", "noise", "exact", "requires", "paper_values", "unit")
 _PRECONDITION_REQUIRED = ("statement", "table", "quantities", "test")
 _PRECONDITION_OPTIONAL = ("column", "over", "groups", "noise", "unit", "reads_trained_runs")
 _NOISE_REQUIRED = ("key", "test", "compare")
@@ -198,6 +201,9 @@ class Claim:
                                                     # per value of `over` such a mapping
     reads_trained_runs: bool = True  # a premise read by another page holds there only for results of one machine's
                                      # runs; False: it reads no trained run (an untrained model on fixed data)
+    exact: str | None = None        # a claim without a noise test: why its numbers carry no noise (None: it has a
+                                    # noise test, or it is not testable)
+    precondition: bool = False      # a file's precondition: a measured fact judged on its own test, noise or not
 
     def paper_values_for(self, group: str | None) -> Mapping[str, float] | None:
         """The paper's numbers that apply to one value of `over` (None: the paper gives none for it)."""
@@ -582,6 +588,9 @@ def _claim(check: _Checker, raw: Any, index: int, notebook: str, papers: Mapping
             check.fail(raw, "groups", f"{label}.groups", "must be a list of values of the 'over' column")
         groups = tuple(str(g) for g in groups)
     noise = _noise(check, raw, f"{label}.noise", list(quantities)) if "noise" in raw else None
+    exact = check.text(raw, "exact", f"{label}.exact", required=False)
+    if exact is not None and noise is not None:
+        check.fail(raw, "exact", f"{label}.exact", "a claim with a noise test is not exact: keep one of the two")
     requires = raw.get("requires", [])
     if isinstance(requires, str):
         requires = [requires]
@@ -608,7 +617,8 @@ def _claim(check: _Checker, raw: Any, index: int, notebook: str, papers: Mapping
                  table=check.text(raw, "table", f"{label}.table"), quantities=quantities, test=test, over=over,
                  groups=groups, column=check.text(raw, "column", f"{label}.column", required=False) or "value",
                  noise=noise, source=f"{check.path}:{_line(raw)}", requires=tuple(r.strip() for r in requires),
-                 paper_values=paper_values, unit=check.text(raw, "unit", f"{label}.unit", required=False))
+                 paper_values=paper_values, unit=check.text(raw, "unit", f"{label}.unit", required=False),
+                 exact=exact)
 
 
 def _precondition(check: _Checker, name: Any, raw: Any, notebook: str, container: Any) -> Claim:
@@ -630,7 +640,7 @@ def _precondition(check: _Checker, name: Any, raw: Any, notebook: str, container
     trained = body.pop("reads_trained_runs", True)
     if not isinstance(trained, bool):
         check.fail(raw, "reads_trained_runs", f"{label}.reads_trained_runs", "must be true or false")
-    return replace(_claim(check, body, 0, notebook, None, container), reads_trained_runs=trained)
+    return replace(_claim(check, body, 0, notebook, None, container), reads_trained_runs=trained, precondition=True)
 
 
 def load_papers(claims_dir: str | os.PathLike) -> dict[str, str]:

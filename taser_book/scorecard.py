@@ -11,7 +11,9 @@ is one of:
 - *within noise*: the paired test cannot separate the two sides of a comparison (p >= alpha);
 - *error*: the result table does not have the layout the claim reads (a missing column, several matching rows).
 
-A claim without a noise section can only hold or fail; its detail says "no noise estimate". A result whose notebook or
+A claim without a noise section says why its numbers are exact (`exact`: parameter counts, a proof's floating-point
+error) and can only hold or fail, its detail saying "no noise estimate: exact (...)"; one that says neither reads *not
+testable here*. A result whose notebook or
 library files changed since it was made (`stale_reason`, which ignores this module and the claims loader: they judge tables, never make them) is marked stale.
 
 The contract for notebooks, so that their results can be scored:
@@ -630,6 +632,10 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
     parts = [(f"{group}: " if group is not None else "") + ", ".join(f"{k}={_fmt(v)}" for k, v in vals.items())
              for group, vals in values.items()]
     ours = "; ".join(parts) + (f" ({claim.unit})" if claim.unit else "")  # the numbers' unit, once
+    if claim.noise is None and claim.exact is None and not claim.precondition:
+        return Verdict(NOT_TESTABLE, ours, f"{NO_NOISE}: the claim has no noise test and does not say its numbers are "
+                       "exact, so a difference cannot be told from noise (its notebook saves no values to test it on)",
+                       observed="needs a noise test")
     tested = [g for g in groups if skip is None or not skip(g)]
     statuses: dict[str | None, str] = {}
     notes, failed, observed = [], [], []
@@ -667,7 +673,7 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
     found = set(statuses.values())
     status = FAILS if FAILS in found else WITHIN_NOISE if WITHIN_NOISE in found else HOLDS
     if claim.noise is None:
-        detail = NO_NOISE
+        detail = f"{NO_NOISE}: exact ({claim.exact})" if claim.exact else NO_NOISE
     else:
         detail = f"{_TEST_NAMES[claim.noise.test]}, alpha {claim.noise.alpha:g}: " + "; ".join(notes)
     if failed and len(tested) > 1:
@@ -1122,9 +1128,10 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         "variance in a t-test (Welch-Satterthwaite degrees of freedom); a difference clear of the questions' noise "
         f"but not of the seeds' reads *{WITHIN_NOISE}*. A claim of several compared pairs (or groups) *{FAILS}* "
         "when any one pair is significantly reversed, so each reversal must stand after Holm's correction over the "
-        f"claim's pairs; *{HOLDS}* needs every pair to hold and needs none. A claim without such values can only hold "
-        "or fail "
-        f"({NO_NOISE}). *{NOT_TESTABLE}*: a precondition the claim rests on (the teacher leads, every compared "
+        f"claim's pairs; *{HOLDS}* needs every pair to hold and needs none. A claim whose numbers are exact (parameter "
+        "counts, a proof's floating-point error) is judged on them alone and can only hold or fail "
+        f"({NO_NOISE}); a claim with neither a noise test nor exact numbers is *{NOT_TESTABLE}*. "
+        f"*{NOT_TESTABLE}* also: a precondition the claim rests on (the teacher leads, every compared "
         "model trained past its initialisation, the metric below its ceiling) was measured and does not hold, "
         f"so the claim is not judged; the reason gives the measurement. *{NOT_RUN}*: the notebook has no result for "
         f"it at that profile; *{PLANNED}*: the notebook that will reproduce it is not written yet. *stale*: the "

@@ -70,6 +70,7 @@ claims:
       taser: {model: taser, decides: true}
       dpr: {model: dpr, decides: true}
     test: taser > dpr
+    exact: the fixture's numbers
     over: dataset
 """
 

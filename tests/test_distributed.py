@@ -4,6 +4,7 @@ pooled vectors (dot product) and for ColBERT's token vectors of different length
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import sys
@@ -86,13 +87,23 @@ def stages_reached(out_dir: Path) -> str:
 
 
 def worker(rank: int, port: int, out_dir: str) -> None:
-    """One rank: its results go to out_dir, then the process ends at once. Python's own exit (the final garbage
-    collection of an interpreter holding torch and transformers) took 15 to over 100 s in these workers while the
-    machine was busy (py-spy: both ranks in gc_collect_main, running, after "left the process group"), which was
-    the "gloo hang"; the work itself takes well under a second. An exception still reaches torch.multiprocessing."""
+    """One rank: its results go to out_dir, then the process ends at once (`_exit_now`, called by `_work` itself).
+    Python's own exit (the final garbage collection of an interpreter holding torch) took 15 to over 100 s in these
+    workers while the machine was busy (py-spy: both ranks in gc_collect_main, running, after "left the process
+    group"), which was the "gloo hang"; the work itself takes well under a second. Ending with os._exit after
+    `_work` returned was not enough: on 2026-11-30 a fresh clone's run still hung for 100 s after both ranks had left
+    the process group, in what remained (releasing `_work`'s frame, its DDP modules and tensors, then flushing). So
+    the collector is off in these short-lived workers, `_work` ends the process before its frame is released, and
+    the last stage, "exiting", shows whether a hang comes before os._exit. An exception still reaches
+    torch.multiprocessing (the process group is left in `finally`; `_exit_now` is not reached)."""
+    gc.disable()
     _work(rank, port, out_dir)
+
+
+def _exit_now(out_dir: str, rank: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
+    stage(out_dir, rank, "exiting")
     os._exit(0)
 
 
@@ -135,6 +146,7 @@ def _work(rank: int, port: int, out_dir: str) -> None:
     finally:
         D.destroy_distributed()
     stage(out_dir, rank, "left the process group")
+    _exit_now(out_dir, rank)   # before this frame's DDP modules and tensors are released (`worker`)
 
 
 def test_two_gloo_processes_match_one_process_on_the_concatenated_batch(tmp_path):

@@ -17,8 +17,9 @@ from taser_book.claims import claims_files, load_claims, load_claims_file, load_
 from taser_lib.errors import ConfigError, FormatError
 from taser_lib.evaluation.significance import paired_t_test, randomisation_test
 from taser_book.results import save_result
-from taser_book.scorecard import (ERROR, FAILS, HOLDS, NO_NOISE, NOT_RUN, PLANNED, WITHIN_NOISE, build_scorecard,
-                                 evaluate_claim, notebook_claims, profiles_with_results, write_scorecard_page)
+from taser_book.scorecard import (ERROR, FAILS, HOLDS, NO_NOISE, NOT_RUN, NOT_TESTABLE, PLANNED, WITHIN_NOISE,
+                                  build_scorecard, evaluate_claim, notebook_claims, profiles_with_results,
+                                  write_scorecard_page)
 from taser_book.scorecard import publish as publish_page
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,6 +162,7 @@ claims:
       b: {model: b}
     test: a > b
 """
+EXACT = "    exact: the fixture's numbers\n"   # judged on its numbers alone (a claim with no noise test must say why)
 
 
 @pytest.mark.parametrize("text, line, field, message", [
@@ -226,6 +228,7 @@ claims:
       small: {arch: taser, experts: 2}
       big: {arch: dpr}
     test: small / big <= 0.6
+    exact: parameter counts
   - id: P-per-dataset
     paper: A
     where: Table 1
@@ -236,6 +239,7 @@ claims:
       taser: {model: taser, metric: R@20}
       dpr: {model: dpr, metric: R@20}
     test: taser >= dpr - 0.5
+    exact: the fixture's numbers
     unit: test R@20, %
     over: dataset
   - id: P-needs-bm25
@@ -270,7 +274,7 @@ def directions(tmp_path):
 def test_verdicts_hold_fail_not_run_and_planned(directions):
     cpu = verdicts(directions, "cpu")
     assert cpu["P-params"].status == HOLDS and cpu["P-params"].ours == "small=128.0M, big=218.0M"
-    assert cpu["P-params"].detail == NO_NOISE and cpu["P-params"].p_value is None
+    assert cpu["P-params"].detail == f"{NO_NOISE}: exact (parameter counts)" and cpu["P-params"].p_value is None
     # per dataset: fails on nq (60 < 70 - 0.5), holds on squad-open
     assert cpu["P-per-dataset"].status == FAILS
     assert cpu["P-per-dataset"].detail.startswith("fails on nq")
@@ -287,6 +291,23 @@ def test_verdicts_hold_fail_not_run_and_planned(directions):
     write_notebook(directions / "notebooks" / "future.ipynb", "pass")
     assert verdicts(directions, "cpu")["F-1"].status == NOT_RUN
     assert not any(v.stale for v in cpu.values())
+
+
+def test_a_claim_with_no_noise_test_and_no_exact_numbers_is_not_testable(directions):
+    """A difference between trained models cannot be told from noise without a test: a claim that neither declares one
+    nor says why its numbers are exact is not judged, and shows its numbers."""
+    folder = directions / "notebooks" / "claims"
+    text = (folder / "nb.yaml").read_text()
+    (folder / "nb.yaml").write_text(text.replace("    exact: the fixture's numbers\n", ""))
+    verdict = verdicts(directions)["P-per-dataset"]
+    assert verdict.status == NOT_TESTABLE and verdict.detail.startswith(NO_NOISE)
+    assert "squad-open: taser=80, dpr=70" in verdict.ours and verdict.observed == "needs a noise test"
+    assert verdicts(directions)["P-params"].status == HOLDS    # exact: judged on its numbers alone
+    (folder / "nb.yaml").write_text(text.replace("    exact: parameter counts\n", "    exact: parameter counts\n"
+                                                 "    noise: {key: seed, test: t-test, compare: [small <= big]}\n"))
+    with pytest.raises(FormatError, match="P-params.exact' a claim with a noise test is not exact") as err:
+        load_claims(folder)
+    assert err.value.path.endswith("nb.yaml") and err.value.line is not None
 
 
 def test_malformed_tables_are_errors(tmp_path):
@@ -534,7 +555,7 @@ def test_notebook_claims_reads_the_notebooks_claims_file(directions):
 
 def test_publish_saves_a_pages_tables_then_judges_its_claims_on_them(directions):
     folder = directions / "results" / "cpu" / "nb2"
-    (directions / "notebooks" / "claims" / "nb2.yaml").write_text(GOOD.replace("X-1", "N-1"))
+    (directions / "notebooks" / "claims" / "nb2.yaml").write_text(GOOD.replace("X-1", "N-1") + EXACT)
     table = publish_page(folder, "nb2", {"t": pd.DataFrame({"model": ["a", "b"], "value": [2.0, 1.0]}),
                                          "extra": {"alpha": 0.5}},
                          parameters={"profile": "cpu", "seed": 13}, table_parameters={"extra": {"source": "x"}},
@@ -552,7 +573,7 @@ def test_publish_saves_a_pages_tables_then_judges_its_claims_on_them(directions)
 
 def test_a_new_notebook_needs_only_its_claims_file(directions):
     """No library edit: a claims file beside a new notebook is on the scorecard."""
-    (directions / "notebooks" / "claims" / "extra.yaml").write_text(GOOD.replace("X-1", "E-1"))
+    (directions / "notebooks" / "claims" / "extra.yaml").write_text(GOOD.replace("X-1", "E-1") + EXACT)
     write_notebook(directions / "notebooks" / "extra.ipynb", "pass")
     publish(directions, "cpu", "extra", "t", pd.DataFrame({"model": ["a", "b"], "value": [2.0, 1.0]}))
     card = build_scorecard(directions / "results", root=directions).set_index("id")
@@ -572,7 +593,7 @@ def test_committed_results_give_every_claim_a_verdict(meta):
 
 def test_judging_on_several_processes_gives_the_same_scorecard(directions):
     """`taser book` judges the claims of different pages in parallel; the verdicts must not depend on it."""
-    (directions / "notebooks" / "claims" / "extra.yaml").write_text(GOOD.replace("X-1", "E-1"))
+    (directions / "notebooks" / "claims" / "extra.yaml").write_text(GOOD.replace("X-1", "E-1") + EXACT)
     write_notebook(directions / "notebooks" / "extra.ipynb", "pass")
     publish(directions, "cpu", "extra", "t", pd.DataFrame({"model": ["a", "b"], "value": [2.0, 1.0]}))
     serial = build_scorecard(directions / "results", root=directions, workers=1)
