@@ -45,13 +45,16 @@ book: setup
 # worker and starts the slowest first): two on this project's 2-core machines. Measured on a fresh clone (2026-11-28),
 # venv included: 14 min (pytest 12.1 min, 1,226 tests; 21 before each nbval kernel got its share of the cores, 46 before
 # smoke ran on the tiny model) on the AMX Xeon; on the 2-core AMD EPYC (AVX2 only, 2026-11-30), whose speed drifts by a
-# quarter from hour to hour: 19.4 and 21.5 min (pytest 17.2 and 18.7, 1,364 tests), against 20.6 before the SQuAD-open
+# quarter from hour to hour: 19.4, 21.5 and 22.7 min (pytest 17.2, 18.7 and 20.1; 1,364 to 1,366 tests), against 20.6 before the SQuAD-open
 # reads were cached (interleaved on one machine, the notebook runs take 25% less). About a fifth of pytest's time there
 # is torch and transformers being imported by each of some 45 kernels and subprocesses. TEST_WORKERS=1: serially.
+# nbval waits 60 s by default for a notebook's kernel to answer; a fresh clone on the EPYC (2026-11-30) once saw the
+# first kernel of the run miss that while the other worker started up, which failed every cell of that notebook. 180 s.
 TEST_WORKERS ?= 2
+NBVAL_START := --nbval-kernel-startup-timeout 180
 XDIST       := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope,)
 test: setup browser
-	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=15 $(XDIST); rc=$$?; \
+	$(BIN)/python -m pytest tests notebooks --nbval-lax $(NBVAL_START) -p no:cacheprovider -q --durations=15 $(XDIST); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 test-fast: setup
