@@ -511,6 +511,9 @@ def test_the_claims_files_preconditions_are_declared_and_measured():
     assert {"capacity-same-data", "cas-beat-first-stage"} <= set(claims["D-T2-test-gap"].requires)
     assert all("distillation-students-moved" in claims[c].requires for c in ("D-T1-ours-best", "D-T7-colbert",
                                                                                "D-T8-label-smoothing"))
+    # ColBERT's page trains its own one-hot DE (one seed): it must have moved there too, not only on de_distillation
+    assert {"colbert-teacher-leads-de", "colbert-students-moved"} <= set(claims["D-T7-colbert-beats-teacher"].requires)
+    assert "colbert-students-moved" in claims["D-T7-colbert"].requires
     # Table 6 compares distilled students too: a teacher worth distilling, as Table 1's loss comparisons need
     assert "teacher-leads-students" in claims["D-T6-k20-over-k2"].requires
     # Tables 4, 5's students start from the default cut to L layers, scored on the page as `zero-shot` at each size
