@@ -294,6 +294,23 @@ def run_times(root: str | os.PathLike, results_root: str | os.PathLike) -> pd.Da
     return pd.DataFrame(rows, columns=["notebook", "profile", "minutes", "legs", "date", "machine", "up to date"])
 
 
+def machine_label(machine: str) -> str:
+    """A machine as the Run times page names it: the recorded summary without trademark marks ("Intel(R) Xeon(R)
+    Processor (2 cores)" -> "Intel Xeon Processor (2 cores)")."""
+    return re.sub(r"\s*\((?:R|TM)\)", "", str(machine)).strip()
+
+
+def machines_sentence(rows: pd.DataFrame) -> str:
+    """Which machine made a profile's pages, in one sentence (a column of it repeated the same words on every row):
+    the most common machine, and the pages made elsewhere."""
+    labels = rows["machine"].map(machine_label).replace("", "an unrecorded machine")
+    common = labels.value_counts().index[0]
+    others = [f"{nb} ({m})" for nb, m in zip(rows["notebook"], labels) if m != common]
+    if not others:
+        return f"Every page below ran on {common}."
+    return f"Every page below ran on {common}, except {', '.join(others)}."
+
+
 def claims_judged(card: pd.DataFrame | None, notebook: str, profile: str) -> str:
     """What a page's result decides at `profile`, from the scorecard: "3 of 5 judged (2 not testable here)"; "–"
     for a page without claims or without the scorecard."""
@@ -423,24 +440,30 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
     if table.empty:
         lines.append("No notebook has published results yet: run `taser reproduce --profile cpu`.")
     else:
-        lines += ["| notebook | profile | minutes | legs | claims | date | machine | up to date |",
-                  "| --- | --- | ---: | ---: | --- | --- | --- | --- |"]
-        for row in table.to_dict("records"):
-            cells = [f"[{row['notebook']}](../notebooks/{row['notebook']}.ipynb)", f"`{row['profile']}`",
-                     "–" if pd.isna(row["minutes"]) else f"{row['minutes']:.1f}", row["legs"],
-                     claims_judged(card, row["notebook"], row["profile"]), row["date"],
-                     row["machine"], row["up to date"]]
-            lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
-        totals = table.groupby("profile", sort=False)["minutes"].sum()
-        lines += ["", "In all: " + "; ".join(f"`{p}` {m:g} minutes" for p, m in totals.items()) + "."]
         stems = [p.stem for p in find_notebooks(root)]
-        lines += ["", "## One run of the whole profile", ""]
         budgets = _profile_budgets()
-        for p in totals.index:
-            if p != "smoke":
-                run = clean_run(read_legs(Path(results_root) / p), stems)
-                lines += [clean_run_sentence(p, run), *clean_run_notebooks(run),
-                          *clean_run_hours(run, Path(results_root) / p, card, p, budgets.get(p)), ""]
+        for profile, rows in table.groupby("profile", sort=False):
+            lines += [f"## The `{profile}` profile", "", machines_sentence(rows), "",
+                      "| notebook | minutes | legs | claims | date | up to date |",
+                      "| --- | ---: | ---: | --- | --- | --- |"]
+            for row in rows.to_dict("records"):
+                cells = [f"[{row['notebook']}](../notebooks/{row['notebook']}.ipynb)",
+                         "–" if pd.isna(row["minutes"]) else f"{row['minutes']:.1f}", row["legs"],
+                         claims_judged(card, row["notebook"], profile), row["date"],
+                         "yes" if row["up to date"] == "yes" else "no"]
+                lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+            lines += ["", f"In all: {rows['minutes'].sum():g} minutes."]
+            stale = rows[rows["up to date"] != "yes"]
+            if not stale.empty:   # below the table: in a column, the reasons made every row a dozen lines tall
+                lines += ["", "Not up to date, and why:", ""]
+                lines += [f"- [{row['notebook']}](../notebooks/{row['notebook']}.ipynb): "
+                          f"{row['up to date'].removeprefix('no: ')}" for row in stale.to_dict("records")]
+            if profile != "smoke":
+                run = clean_run(read_legs(Path(results_root) / profile), stems)
+                lines += ["", f"### One run of the whole `{profile}` profile", "", clean_run_sentence(profile, run),
+                          *clean_run_notebooks(run),
+                          *clean_run_hours(run, Path(results_root) / profile, card, profile, budgets.get(profile))]
+            lines.append("")
     atomic_write_text(Path(out_md), "\n".join(lines) + "\n")
 
 
