@@ -309,7 +309,10 @@ def test_an_unmet_precondition_makes_the_claim_not_testable_with_its_measurement
         write_scorecard_page(root / "results", page, root=root)
         text = page.read_text()
         assert "| 0 | 0 | 0 | 1 | 0 | 0 | 0 | 0 of 1 |" in text
-        assert "## Preconditions" in text and "| teacher-leads | cpu | not met | teacher=0.1, b=" in text
+        assert "## Preconditions" in text and "| precondition | cpu | claims |" in text
+        assert "| teacher-leads | not met | K-paired |" in text                      # the table to scan
+        assert "- **teacher-leads**. the teacher leads. Test: `teacher > b`." in text   # and each in full below it
+        assert "  - cpu: *not met*: teacher=0.1, b=" in text
 
 
 PER_GROUP_PRECONDITION = """\
@@ -354,6 +357,9 @@ def test_a_precondition_per_group_excludes_only_its_unmet_groups(tmp_path):
     assert verdict.status == HOLDS, verdict.detail           # 2-384 (CA at step 0, DE far ahead) is not judged
     assert list(verdict.groups) == ["6-384"]
     assert "size 2-384 not testable" in verdict.detail
+    page = tmp_path / "scorecard.md"
+    write_scorecard_page(root / "results", page, root=root)
+    assert "| trained | not met for 2-384; met for 6-384 | K-sizes |" in page.read_text()
 
 
 def test_requires_must_name_a_precondition_or_a_claim(tmp_path):
