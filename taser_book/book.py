@@ -128,6 +128,43 @@ def _box_unit(ours: str) -> str:
     return f"{ours[:start]}({unit})"
 
 
+BOX_GROUPS = 4  # per-setting numbers the verdict box shows before "and N more" (all of them are in its dropdown)
+
+
+def _box_ours(ours: str, verdict: str = "") -> tuple[str, bool]:
+    """Our numbers as the verdict box's HTML cell, and whether it left anything out: the unit shortened
+    (`_box_unit`), then one line per setting ("2-128: ca=0.34, de=0.60; 2-32: ..." -> a line each), the settings the
+    `verdict` names first ("fails: 6-128: ..."), at most BOX_GROUPS of them and "and N more" (a claim over 8 sizes
+    made a cell of thirty lines)."""
+    short = _box_unit(ours)
+    body, unit = short, ""
+    if short.endswith(")") and (cut := short.rfind(" (")) > 0 and short.count("(", cut) == 1:
+        body, unit = short[:cut], short[cut:]
+    parts = [p for p in _top_level_split(body, "; ") if p]
+    if len(parts) < 2:
+        return escape(short), short != ours
+    named = [p for p in parts if p.partition(": ")[1] and f"{p.partition(': ')[0]}: " in verdict]
+    shown = (named + [p for p in parts if p not in named])[:BOX_GROUPS]
+    more = len(parts) - len(shown)
+    lines = [escape(p) for p in shown] + ([f"and {more} more (in the claims in full)"] if more else [])
+    return "<br>".join(lines) + escape(unit), short != ours or more > 0
+
+
+def _top_level_split(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` outside parentheses."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    return parts + [text[start:]]
+
+
 def _verdict_box(claims: pd.DataFrame) -> str:
     """The page's claims and verdicts as a short table (the first thing under the title): each claim in one line with
     its id and where the paper makes it, on the anchor the scorecard and the chapter pages link to, its verdict, the
@@ -144,13 +181,14 @@ def _verdict_box(claims: pd.DataFrame) -> str:
         claim = f'<span id="{claim_anchor(row.id)}"></span>' + (
             f"{escape(short)}<br><small>{label}</small>" if short else label)
         ours = str(row.ours or "")
-        cells = [claim, escape(str(row.verdict)), escape(str(row.paper)), escape(_box_unit(ours)) or "–"]
+        shown, shortened = _box_ours(ours, str(row.verdict))
+        cells = [claim, escape(str(row.verdict)), escape(str(row.paper)), shown or "–"]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells)
                     + f'<td class="number">{escape(str(row.ER or "")) or "–"}</td></tr>')
         detail = " ".join(str(getattr(row, "detail", "") or "").split())
         if statement or detail:
             details.append(f"- **{escape_markdown(row.id)}**: {escape_markdown(statement)}"
-                           + (f" *Ours*: {escape_markdown(ours)}." if ours and _box_unit(ours) != ours else "")
+                           + (f" *Ours*: {escape_markdown(ours)}." if ours and shortened else "")
                            + (f" *Verdict*: {escape_markdown(detail)}" if detail else ""))
     widths = "".join(f'<col style="width: {w}%">' for _, w in VERDICT_BOX_COLUMNS)
     heads = "".join(f'<th title="{escape(VERDICT_BOX_TITLES[name])}">{name}</th>' if name in VERDICT_BOX_TITLES

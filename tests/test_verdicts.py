@@ -634,6 +634,20 @@ def test_the_verdict_box_shows_each_claim_in_one_line():
 
     assert _box_unit("x=1 (a (b) c (d (e)), %)") == "x=1 (a c, %)" and _box_unit("x=1 (MRR@10)") == "x=1 (MRR@10)"
     assert _box_unit("x=1") == "x=1" and _box_unit("(whole)") == "(whole)"
+    from taser_book.book import BOX_GROUPS, _box_ours
+
+    # one setting: as _box_unit gives it; several: a line each, at most BOX_GROUPS, and what was left out is said
+    assert _box_ours("a=1, b=2 (test R@K (R@1 here), %)") == ("a=1, b=2 (test R@K, %)", True)
+    assert _box_ours("a=1 (MRR@10)") == ("a=1 (MRR@10)", False)
+    assert _box_ours("2-32: a=1; 6-32: a=2 (MRR@10)") == ("2-32: a=1<br>6-32: a=2 (MRR@10)", False)
+    sizes = "; ".join(f"s{i}: a={i} (x; y)" for i in range(BOX_GROUPS + 3)) + " (test MRR@10)"
+    cell, shortened = _box_ours(sizes)
+    assert shortened and cell.count("<br>") == BOX_GROUPS and cell.endswith("and 3 more (in the claims in full) (test MRR@10)")
+    assert cell.startswith("s0: a=0 (x; y)<br>s1: a=1 (x; y)")   # a semicolon inside parentheses splits nothing
+    assert _box_ours("x<y; z (u)")[0] == "x&lt;y<br>z (u)"
+    # the settings the verdict speaks of come first
+    cell, _ = _box_ours(sizes, verdict=f"fails: s{BOX_GROUPS + 2}: a > b (p = 0.01)")
+    assert cell.startswith(f"s{BOX_GROUPS + 2}: a={BOX_GROUPS + 2} (x; y)<br>s0: a=0")
     long = " ".join(["word"] * 40)
     assert short_statement(long).endswith(" …") and len(short_statement(long)) <= 112
 
