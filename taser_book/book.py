@@ -20,7 +20,7 @@ import pandas as pd
 from taser_lib.errors import ConfigError, FormatError, TaserError
 from taser_lib.io import atomic_path, atomic_write_text
 from .run_ledger import clean_run, hours_into_run, read_legs
-from .scorecard import (NOT_TESTABLE, TESTABLE, claim_anchor, claim_link, escape_markdown,
+from .scorecard import (NOT_TESTABLE, TESTABLE, claim_anchor, claim_link, escape_markdown, settings_by_status,
                         verdict_counts_table)
 from .results import EXECUTED_NAME, PROFILE_ORDER, read_meta
 from .executed import _read_yaml, load_missing_value_notes, tidy_executed
@@ -211,8 +211,40 @@ def _precondition_box(preconditions: pd.DataFrame) -> str:
              "[scorecard](../book/scorecard.md)):", "", "| precondition | status | per setting |", "| --- | --- | --- |"]
     for row in preconditions.itertuples(index=False):
         name = f'<span id="{claim_anchor(row.precondition)}"></span>**{_cell(row.precondition)}**'
-        lines.append(f"| {name} | {_cell(row.status)} | {_cell(getattr(row, 'per_setting', '')) or '–'} |")
+        raw = str(getattr(row, "per_setting", "") or "")
+        settings = len([p for p in _top_level_split(raw, "; ") if p])
+        per_setting = _settings_by_status(raw) or (f"{row.status} for all {settings} settings" if settings > 1
+                                                   else raw)
+        lines.append(f"| {name} | {_cell(row.status)} | {_cell(per_setting) or '–'} |")
     return "\n".join(lines)
+
+
+def _settings_by_status(per_setting: str) -> str:
+    """`notebook_preconditions`' "per setting" ("a: met; b: not met; c: met") as `settings_by_status` words it ("met
+    for a, c; not met for b"); "" when every setting has the same status."""
+    pairs = [(setting, status) for part in _top_level_split(per_setting, "; ") if part
+             for setting, _, status in [part.rpartition(": ")]]
+    return settings_by_status(pairs)
+
+
+def _preconditions_output(preconditions: pd.DataFrame) -> dict:
+    """The output of a notebook's `notebook_preconditions(...)` cell in the book: each precondition as an item (what
+    it says, its status per setting, what was measured), judged when the book was built. As a table its five columns
+    of prose left the name and status a letter wide."""
+    import nbformat
+
+    items = []
+    for row in preconditions.to_dict("records"):
+        status = _settings_by_status(str(row.get("per setting") or "")) or str(row.get("status") or "")
+        items.append(f"- **{escape_markdown(row['precondition'])}** ({escape_markdown(status)}). "
+                     + escape_markdown(_sentence_end(str(row.get("what it says") or "")))
+                     + (f" Measured: {escape_markdown(row['measured'])}." if row.get("measured") else ""))
+    text = "\n".join(items)
+    return nbformat.v4.new_output("display_data", data={"text/markdown": text, "text/plain": text})
+
+
+def _sentence_end(text: str) -> str:
+    return text if not text or text.endswith((".", "!", "?")) else text + "."
 
 
 def _shows_claims(source: str) -> bool:
@@ -267,6 +299,9 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
         if cell.cell_type == "code" and claims is not None and executed is not None and _shows_claims(cell.source) \
                 and "import" not in cell.source:
             cell.outputs = [_claims_output(claims)]
+        elif cell.cell_type == "code" and preconditions is not None and not preconditions.empty and executed \
+                is not None and "notebook_preconditions(" in cell.source and "import" not in cell.source:
+            cell.outputs = [_preconditions_output(preconditions)]
     nb.metadata.pop("widgets", None)  # the progress-bar widgets' saved state: their outputs are gone
 
     notes = []

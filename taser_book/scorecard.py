@@ -1072,14 +1072,23 @@ def _papers(root: Path | None, claims: Sequence[Claim]) -> dict[str, str]:
 
 def _precondition_status(verdict: Verdict) -> str:
     """A precondition's status in a few words: "met", "not met", "not shown", or, measured per setting where the
-    settings differ, "met for 6-32, 6-64; not met for 2-32"."""
+    settings differ, "met for 6-32, 6-64; not met for 2-32" (`settings_by_status`)."""
     met = PRECONDITION_STATUS.get(verdict.status, verdict.status)
-    by = {}
-    for group, status in (verdict.groups or {}).items():
-        by.setdefault(PRECONDITION_STATUS.get(status, status), []).append(str(group))
+    return settings_by_status([(g, PRECONDITION_STATUS.get(s, s)) for g, s in (verdict.groups or {}).items()]) or met
+
+
+def settings_by_status(pairs: Sequence[tuple[Any, str]]) -> str:
+    """Settings and their statuses in a few words, each status once: "met for 6-32, 6-64; not met for 2-32"; where
+    a setting's name has a comma ("squad-open, 200 questions"), settings are split by semicolons and statuses by
+    dashes. "" when every setting has the same status (the status alone says it)."""
+    by: dict[str, list[str]] = {}
+    for setting, status in pairs:
+        by.setdefault(status, []).append(str(setting))
     if len(by) < 2:
-        return met
-    return "; ".join(f"{status} for {', '.join(groups)}" for status, groups in by.items())
+        return ""
+    commas = any(", " in setting for settings in by.values() for setting in settings)
+    between, among = (" — ", "; ") if commas else ("; ", ", ")
+    return between.join(f"{status} for {among.join(settings)}" for status, settings in by.items())
 
 
 def verdict_counts_table(card: pd.DataFrame, profiles: Sequence[str]) -> list[str]:
@@ -1139,7 +1148,8 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         "different seeds differ on the same questions too. Where a claim compares trained models, its verdict must "
         "also clear the std over seeds of one run's number, measured on a page that trains 3 seeds and pooled over "
         "its models (the detail says which), added to the questions' variance in a t-test (Welch-Satterthwaite "
-        f"degrees of freedom); a difference clear of the questions' noise but not of the seeds' reads *{WITHIN_NOISE}*.",
+        "degrees of freedom); a difference clear of the questions' noise but not of the seeds' reads "
+        f"*{WITHIN_NOISE}*.",
         f"  - **Several compared pairs** (or groups): the claim *{FAILS}* when any one pair is significantly "
         f"reversed, so each reversal must stand after Holm's correction over the claim's pairs; *{HOLDS}* needs "
         "every pair to hold.",

@@ -332,7 +332,8 @@ def test_the_run_times_page_names_each_profiles_machine_once():
 
     xeon, epyc = "Intel(R) Xeon(R) Processor (2 cores)", "AMD EPYC (2 cores)"
     rows = pd.DataFrame({"notebook": ["a", "b", "c"], "machine": [xeon, epyc, xeon]})
-    assert machines_sentence(rows) == "Every page below ran on Intel Xeon Processor (2 cores), except b (AMD EPYC (2 cores))."
+    assert machines_sentence(rows) == (
+        "Every page below ran on Intel Xeon Processor (2 cores), except b (AMD EPYC (2 cores)).")
     assert machines_sentence(rows.iloc[[0, 2]]) == "Every page below ran on Intel Xeon Processor (2 cores)."
     assert machines_sentence(pd.DataFrame({"notebook": ["a"], "machine": [""]})) == (
         "Every page below ran on an unrecorded machine.")

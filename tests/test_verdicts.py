@@ -362,6 +362,16 @@ def test_a_precondition_per_group_excludes_only_its_unmet_groups(tmp_path):
     assert "| trained | not met for 2-384; met for 6-384 | K-sizes |" in page.read_text()
 
 
+def test_settings_are_worded_by_status_and_names_with_commas_stay_readable():
+    from taser_book.scorecard import settings_by_status
+
+    assert settings_by_status([("2-32", "met"), ("2-64", "not met"), ("6-32", "met")]) == (
+        "met for 2-32, 6-32; not met for 2-64")
+    assert settings_by_status([("a, 200", "met"), ("a, all", "met"), ("b, 200", "not met")]) == (
+        "met for a, 200; a, all — not met for b, 200")
+    assert settings_by_status([("2-32", "met"), ("6-32", "met")]) == "" == settings_by_status([])
+
+
 def test_requires_must_name_a_precondition_or_a_claim(tmp_path):
     root = make_repo(tmp_path, {"nb": PAIRED.replace("    paper_values: {a: 0.40, b: 0.30}\n",
                                                      "    requires: [no-such-thing]\n")}, notebooks=("nb",))
@@ -642,7 +652,8 @@ def test_the_verdict_box_shows_each_claim_in_one_line():
     assert _box_ours("2-32: a=1; 6-32: a=2 (MRR@10)") == ("2-32: a=1<br>6-32: a=2 (MRR@10)", False)
     sizes = "; ".join(f"s{i}: a={i} (x; y)" for i in range(BOX_GROUPS + 3)) + " (test MRR@10)"
     cell, shortened = _box_ours(sizes)
-    assert shortened and cell.count("<br>") == BOX_GROUPS and cell.endswith("and 3 more (in the claims in full) (test MRR@10)")
+    assert shortened and cell.count("<br>") == BOX_GROUPS
+    assert cell.endswith("and 3 more (in the claims in full) (test MRR@10)")
     assert cell.startswith("s0: a=0 (x; y)<br>s1: a=1 (x; y)")   # a semicolon inside parentheses splits nothing
     assert _box_ours("x<y; z (u)")[0] == "x&lt;y<br>z (u)"
     # the settings the verdict speaks of come first
