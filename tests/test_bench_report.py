@@ -67,6 +67,11 @@ def test_report_tables_from_written_records(tmp_path):
     assert "up to 100,000 passages" in implied.loc["flat search, per query", "basis"]
     # a line a reader can use: the machine, the revision and the day, not the folder the records were read from
     assert describe_source(results, source) == ["Measured on Some CPU (2 cores), revision abc123, 2025-01-01."]
+    later = _record("search", {}, [])
+    later["meta"] = {**later["meta"], "git_revision": "def4567890abc", "time_utc": "2025-02-03T00:00:00+00:00"}
+    assert describe_source(results + [later], source) == [
+        "Measured in 2 runs: encoding, routing, scaling on Some CPU (2 cores), revision abc123, 2025-01-01; "
+        "search on Some CPU (2 cores), revision def4567890, 2025-02-03."]
     write_result(_record("hardware", {}, [], quick=True), tmp_path / "quick")
     assert describe_source(load_results(tmp_path / "quick"), None)[1].startswith("QUICK: ")
 

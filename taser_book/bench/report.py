@@ -58,11 +58,21 @@ def describe_source(results: Sequence[dict[str, Any]], source: str | None) -> li
     if not results:
         return ["No benchmark results: run `taser bench` (or `taser bench --quick` for a smoke run), then rebuild "
                 "the book."]
-    meta = results[0]["meta"]
-    device = meta["device"]
-    name = f"{device['name']} ({device.get('cores', '?')} cores)" if device.get("type") == "cpu" else device["name"]
-    revision = str(meta.get("git_revision") or "an unrecorded revision")[:10]
-    lines = [f"Measured on {name}, revision {revision}, {str(meta.get('time_utc') or '')[:10]}."]
+    runs: dict[tuple[str, str, str], list[str]] = {}   # records of several runs (a benchmark rerun later) say so
+    for record in results:
+        meta = record["meta"]
+        device = meta["device"]
+        name = f"{device['name']} ({device.get('cores', '?')} cores)" if device.get("type") == "cpu" \
+            else device["name"]
+        revision = str(meta.get("git_revision") or "an unrecorded revision")[:10]
+        runs.setdefault((name, revision, str(meta.get("time_utc") or "")[:10]), []).append(record["benchmark"])
+    if len(runs) == 1:
+        (name, revision, day), = runs
+        lines = [f"Measured on {name}, revision {revision}, {day}."]
+    else:
+        lines = ["Measured in " + f"{len(runs)} runs: " + "; ".join(
+            f"{', '.join(names)} on {name}, revision {revision}, {day}"
+            for (name, revision, day), names in sorted(runs.items(), key=lambda kv: kv[0][2])) + "."]
     if any(r.get("quick") for r in results):
         lines.append("QUICK: smoke-sized runs; these are not measurements.")
     return lines
