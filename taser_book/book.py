@@ -20,8 +20,8 @@ import pandas as pd
 from taser_lib.errors import ConfigError, FormatError, TaserError
 from taser_lib.io import atomic_path, atomic_write_text
 from .run_ledger import clean_run, hours_into_run, read_legs
-from .scorecard import (NOT_TESTABLE, TESTABLE, claim_anchor, claim_link, escape_markdown, settings_by_status,
-                        verdict_counts_table)
+from .scorecard import (NOT_TESTABLE, TESTABLE, _sentence, claim_anchor, claim_link, escape_markdown,
+                        settings_by_status, verdict_counts_table)
 from .results import EXECUTED_NAME, PROFILE_ORDER, read_meta
 from .executed import _read_yaml, load_missing_value_notes, tidy_executed
 from .profiles import load_profiles
@@ -237,14 +237,10 @@ def _preconditions_output(preconditions: pd.DataFrame) -> dict:
     for row in preconditions.to_dict("records"):
         status = _settings_by_status(str(row.get("per setting") or "")) or str(row.get("status") or "")
         items.append(f"- **{escape_markdown(row['precondition'])}** ({escape_markdown(status)}). "
-                     + escape_markdown(_sentence_end(str(row.get("what it says") or "")))
+                     + escape_markdown(_sentence(str(row.get("what it says") or "")))
                      + (f" Measured: {escape_markdown(row['measured'])}." if row.get("measured") else ""))
     text = "\n".join(items)
     return nbformat.v4.new_output("display_data", data={"text/markdown": text, "text/plain": text})
-
-
-def _sentence_end(text: str) -> str:
-    return text if not text or text.endswith((".", "!", "?")) else text + "."
 
 
 def _shows_claims(source: str) -> bool:

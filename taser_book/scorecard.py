@@ -1049,7 +1049,8 @@ def escape_markdown(text: Any) -> str:
 
 
 def _sentence(text: str) -> str:
-    return text if text.endswith((".", "!", "?")) else text + "."
+    """`text` ending as a sentence does ("" stays "")."""
+    return text if not text or text.endswith((".", "!", "?")) else text + "."
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
