@@ -534,7 +534,13 @@ def test_the_claims_files_preconditions_are_declared_and_measured():
     assert "teacher-leads-students" in claims["D-T6-k20-over-k2"].requires
     # Tables 4, 5's students start from the default cut to L layers, scored on the page as `zero-shot` at each size
     assert {"teacher-leads-students", "small-students-moved"} <= set(claims["D-T45-small-students"].requires)
-    assert all("retrievers-trained" in claims[c].requires for c in ("T1-taser-vs-dpr", "TA1-shared-not-worse"))
+    assert "retrievers-trained" in claims["T1-taser-vs-dpr"].requires
+    # the routing page's I = 2 variants are its own runs: their premise is measured on them, against the zero-shot
+    # start of the in-domain page; and the learning curves' students are the curve page's own runs
+    assert all("routing-variants-trained" in claims[c].requires for c in (
+        "TA1-shared-beats-dpr", "TA1-shared-not-worse", "TA1-specialisation", "TA1-det-best", "TA1-seq-beats-tok"))
+    assert claims["D-F4-gap-widens"].requires == ("curves-de-moved",)
+    assert {"curves-de-moved", "curves-dist-moved"} <= set(claims["D-F4-distillation"].requires)
     assert "cutoff-below-ceiling" in claims["T1-taser-vs-dpr"].requires
     assert claims["TA1-shared-not-worse"].noise.test == "non-inferiority"
     assert claims["T1-taser-vs-dpr"].noise.test == "non-inferiority" and claims["T1-taser-vs-dpr"].noise.margin == 0.5
