@@ -20,8 +20,8 @@ import pandas as pd
 from taser_lib.errors import ConfigError, FormatError, TaserError
 from taser_lib.io import atomic_path, atomic_write_text
 from .run_ledger import clean_run, hours_into_run, read_legs
-from .scorecard import (NOT_TESTABLE, TESTABLE, claim_anchor, claim_link, escape_markdown,
-                        verdict_counts_table)
+from .scorecard import (NOT_TESTABLE, TESTABLE, _sentence, claim_anchor, claim_link, escape_markdown,
+                        settings_by_status, verdict_counts_table)
 from .results import EXECUTED_NAME, PROFILE_ORDER, read_meta
 from .executed import _read_yaml, load_missing_value_notes, tidy_executed
 from .profiles import load_profiles
@@ -128,6 +128,43 @@ def _box_unit(ours: str) -> str:
     return f"{ours[:start]}({unit})"
 
 
+BOX_GROUPS = 4  # per-setting numbers the verdict box shows before "and N more" (all of them are in its dropdown)
+
+
+def _box_ours(ours: str, verdict: str = "") -> tuple[str, bool]:
+    """Our numbers as the verdict box's HTML cell, and whether it left anything out: the unit shortened
+    (`_box_unit`), then one line per setting ("2-128: ca=0.34, de=0.60; 2-32: ..." -> a line each), the settings the
+    `verdict` names first ("fails: 6-128: ..."), at most BOX_GROUPS of them and "and N more" (a claim over 8 sizes
+    made a cell of thirty lines)."""
+    short = _box_unit(ours)
+    body, unit = short, ""
+    if short.endswith(")") and (cut := short.rfind(" (")) > 0 and short.count("(", cut) == 1:
+        body, unit = short[:cut], short[cut:]
+    parts = [p for p in _top_level_split(body, "; ") if p]
+    if len(parts) < 2:
+        return escape(short), short != ours
+    named = [p for p in parts if p.partition(": ")[1] and f"{p.partition(': ')[0]}: " in verdict]
+    shown = (named + [p for p in parts if p not in named])[:BOX_GROUPS]
+    more = len(parts) - len(shown)
+    lines = [escape(p) for p in shown] + ([f"and {more} more (in the claims in full)"] if more else [])
+    return "<br>".join(lines) + escape(unit), short != ours or more > 0
+
+
+def _top_level_split(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` outside parentheses."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    return parts + [text[start:]]
+
+
 def _verdict_box(claims: pd.DataFrame) -> str:
     """The page's claims and verdicts as a short table (the first thing under the title): each claim in one line with
     its id and where the paper makes it, on the anchor the scorecard and the chapter pages link to, its verdict, the
@@ -144,13 +181,14 @@ def _verdict_box(claims: pd.DataFrame) -> str:
         claim = f'<span id="{claim_anchor(row.id)}"></span>' + (
             f"{escape(short)}<br><small>{label}</small>" if short else label)
         ours = str(row.ours or "")
-        cells = [claim, escape(str(row.verdict)), escape(str(row.paper)), escape(_box_unit(ours)) or "–"]
+        shown, shortened = _box_ours(ours, str(row.verdict))
+        cells = [claim, escape(str(row.verdict)), escape(str(row.paper)), shown or "–"]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells)
                     + f'<td class="number">{escape(str(row.ER or "")) or "–"}</td></tr>')
         detail = " ".join(str(getattr(row, "detail", "") or "").split())
         if statement or detail:
             details.append(f"- **{escape_markdown(row.id)}**: {escape_markdown(statement)}"
-                           + (f" *Ours*: {escape_markdown(ours)}." if ours and _box_unit(ours) != ours else "")
+                           + (f" *Ours*: {escape_markdown(ours)}." if ours and shortened else "")
                            + (f" *Verdict*: {escape_markdown(detail)}" if detail else ""))
     widths = "".join(f'<col style="width: {w}%">' for _, w in VERDICT_BOX_COLUMNS)
     heads = "".join(f'<th title="{escape(VERDICT_BOX_TITLES[name])}">{name}</th>' if name in VERDICT_BOX_TITLES
@@ -173,8 +211,36 @@ def _precondition_box(preconditions: pd.DataFrame) -> str:
              "[scorecard](../book/scorecard.md)):", "", "| precondition | status | per setting |", "| --- | --- | --- |"]
     for row in preconditions.itertuples(index=False):
         name = f'<span id="{claim_anchor(row.precondition)}"></span>**{_cell(row.precondition)}**'
-        lines.append(f"| {name} | {_cell(row.status)} | {_cell(getattr(row, 'per_setting', '')) or '–'} |")
+        raw = str(getattr(row, "per_setting", "") or "")
+        settings = len([p for p in _top_level_split(raw, "; ") if p])
+        per_setting = _settings_by_status(raw) or (f"{row.status} for all {settings} settings" if settings > 1
+                                                   else raw)
+        lines.append(f"| {name} | {_cell(row.status)} | {_cell(per_setting) or '–'} |")
     return "\n".join(lines)
+
+
+def _settings_by_status(per_setting: str) -> str:
+    """`notebook_preconditions`' "per setting" ("a: met; b: not met; c: met") as `settings_by_status` words it ("met
+    for a, c; not met for b"); "" when every setting has the same status."""
+    pairs = [(setting, status) for part in _top_level_split(per_setting, "; ") if part
+             for setting, _, status in [part.rpartition(": ")]]
+    return settings_by_status(pairs)
+
+
+def _preconditions_output(preconditions: pd.DataFrame) -> dict:
+    """The output of a notebook's `notebook_preconditions(...)` cell in the book: each precondition as an item (what
+    it says, its status per setting, what was measured), judged when the book was built. As a table its five columns
+    of prose left the name and status a letter wide."""
+    import nbformat
+
+    items = []
+    for row in preconditions.to_dict("records"):
+        status = _settings_by_status(str(row.get("per setting") or "")) or str(row.get("status") or "")
+        items.append(f"- **{escape_markdown(row['precondition'])}** ({escape_markdown(status)}). "
+                     + escape_markdown(_sentence(str(row.get("what it says") or "")))
+                     + (f" Measured: {escape_markdown(row['measured'])}." if row.get("measured") else ""))
+    text = "\n".join(items)
+    return nbformat.v4.new_output("display_data", data={"text/markdown": text, "text/plain": text})
 
 
 def _shows_claims(source: str) -> bool:
@@ -229,6 +295,9 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
         if cell.cell_type == "code" and claims is not None and executed is not None and _shows_claims(cell.source) \
                 and "import" not in cell.source:
             cell.outputs = [_claims_output(claims)]
+        elif cell.cell_type == "code" and preconditions is not None and not preconditions.empty and executed \
+                is not None and "notebook_preconditions(" in cell.source and "import" not in cell.source:
+            cell.outputs = [_preconditions_output(preconditions)]
     nb.metadata.pop("widgets", None)  # the progress-bar widgets' saved state: their outputs are gone
 
     notes = []
@@ -292,6 +361,23 @@ def run_times(root: str | os.PathLike, results_root: str | os.PathLike) -> pd.Da
                 "up to date": "yes" if (reason := page_stale_reason(folder, root)) is None else f"no: {reason}",
             })
     return pd.DataFrame(rows, columns=["notebook", "profile", "minutes", "legs", "date", "machine", "up to date"])
+
+
+def machine_label(machine: str) -> str:
+    """A machine as the Run times page names it: the recorded summary without trademark marks ("Intel(R) Xeon(R)
+    Processor (2 cores)" -> "Intel Xeon Processor (2 cores)")."""
+    return re.sub(r"\s*\((?:R|TM)\)", "", str(machine)).strip()
+
+
+def machines_sentence(rows: pd.DataFrame) -> str:
+    """Which machine made a profile's pages, in one sentence (a column of it repeated the same words on every row):
+    the most common machine, and the pages made elsewhere."""
+    labels = rows["machine"].map(machine_label).replace("", "an unrecorded machine")
+    common = labels.value_counts().index[0]
+    others = [f"{nb} ({m})" for nb, m in zip(rows["notebook"], labels) if m != common]
+    if not others:
+        return f"Every page below ran on {common}."
+    return f"Every page below ran on {common}, except {', '.join(others)}."
 
 
 def claims_judged(card: pd.DataFrame | None, notebook: str, profile: str) -> str:
@@ -423,24 +509,30 @@ def write_runs_page(root: str | os.PathLike, results_root: str | os.PathLike, ou
     if table.empty:
         lines.append("No notebook has published results yet: run `taser reproduce --profile cpu`.")
     else:
-        lines += ["| notebook | profile | minutes | legs | claims | date | machine | up to date |",
-                  "| --- | --- | ---: | ---: | --- | --- | --- | --- |"]
-        for row in table.to_dict("records"):
-            cells = [f"[{row['notebook']}](../notebooks/{row['notebook']}.ipynb)", f"`{row['profile']}`",
-                     "–" if pd.isna(row["minutes"]) else f"{row['minutes']:.1f}", row["legs"],
-                     claims_judged(card, row["notebook"], row["profile"]), row["date"],
-                     row["machine"], row["up to date"]]
-            lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
-        totals = table.groupby("profile", sort=False)["minutes"].sum()
-        lines += ["", "In all: " + "; ".join(f"`{p}` {m:g} minutes" for p, m in totals.items()) + "."]
         stems = [p.stem for p in find_notebooks(root)]
-        lines += ["", "## One run of the whole profile", ""]
         budgets = _profile_budgets()
-        for p in totals.index:
-            if p != "smoke":
-                run = clean_run(read_legs(Path(results_root) / p), stems)
-                lines += [clean_run_sentence(p, run), *clean_run_notebooks(run),
-                          *clean_run_hours(run, Path(results_root) / p, card, p, budgets.get(p)), ""]
+        for profile, rows in table.groupby("profile", sort=False):
+            lines += [f"## The `{profile}` profile", "", machines_sentence(rows), "",
+                      "| notebook | minutes | legs | claims | date | up to date |",
+                      "| --- | ---: | ---: | --- | --- | --- |"]
+            for row in rows.to_dict("records"):
+                cells = [f"[{row['notebook']}](../notebooks/{row['notebook']}.ipynb)",
+                         "–" if pd.isna(row["minutes"]) else f"{row['minutes']:.1f}", row["legs"],
+                         claims_judged(card, row["notebook"], profile), row["date"],
+                         "yes" if row["up to date"] == "yes" else "no"]
+                lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+            lines += ["", f"In all: {rows['minutes'].sum():g} minutes."]
+            stale = rows[rows["up to date"] != "yes"]
+            if not stale.empty:   # below the table: in a column, the reasons made every row a dozen lines tall
+                lines += ["", "Not up to date, and why:", ""]
+                lines += [f"- [{row['notebook']}](../notebooks/{row['notebook']}.ipynb): "
+                          f"{row['up to date'].removeprefix('no: ')}" for row in stale.to_dict("records")]
+            if profile != "smoke":
+                run = clean_run(read_legs(Path(results_root) / profile), stems)
+                lines += ["", f"### One run of the whole `{profile}` profile", "", clean_run_sentence(profile, run),
+                          *clean_run_notebooks(run),
+                          *clean_run_hours(run, Path(results_root) / profile, card, profile, budgets.get(profile))]
+            lines.append("")
     atomic_write_text(Path(out_md), "\n".join(lines) + "\n")
 
 

@@ -1049,7 +1049,8 @@ def escape_markdown(text: Any) -> str:
 
 
 def _sentence(text: str) -> str:
-    return text if text.endswith((".", "!", "?")) else text + "."
+    """`text` ending as a sentence does ("" stays "")."""
+    return text if not text or text.endswith((".", "!", "?")) else text + "."
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -1068,6 +1069,27 @@ def _papers(root: Path | None, claims: Sequence[Claim]) -> dict[str, str]:
     for claim in claims:
         titles.setdefault(claim.paper, claim.paper)
     return {k: v for k, v in titles.items() if any(c.paper == k for c in claims)}
+
+
+def _precondition_status(verdict: Verdict) -> str:
+    """A precondition's status in a few words: "met", "not met", "not shown", or, measured per setting where the
+    settings differ, "met for 6-32, 6-64; not met for 2-32" (`settings_by_status`)."""
+    met = PRECONDITION_STATUS.get(verdict.status, verdict.status)
+    return settings_by_status([(g, PRECONDITION_STATUS.get(s, s)) for g, s in (verdict.groups or {}).items()]) or met
+
+
+def settings_by_status(pairs: Sequence[tuple[Any, str]]) -> str:
+    """Settings and their statuses in a few words, each status once: "met for 6-32, 6-64; not met for 2-32"; where
+    a setting's name has a comma ("squad-open, 200 questions"), settings are split by semicolons and statuses by
+    dashes. "" when every setting has the same status (the status alone says it)."""
+    by: dict[str, list[str]] = {}
+    for setting, status in pairs:
+        by.setdefault(status, []).append(str(setting))
+    if len(by) < 2:
+        return ""
+    commas = any(", " in setting for settings in by.values() for setting in settings)
+    between, among = (" — ", "; ") if commas else ("; ", ", ")
+    return between.join(f"{status} for {among.join(settings)}" for status, settings in by.items())
 
 
 def verdict_counts_table(card: pd.DataFrame, profiles: Sequence[str]) -> list[str]:
@@ -1115,27 +1137,31 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         "- **smoke** results come from tiny slices and only show that the pipeline runs: their numbers mean nothing. "
         "**cpu** runs the offline data with the packaged MiniLM model, which is not the papers' setting "
         "(see [Reproducing](reproduce.md)). **gpu** is sized for one GPU; **full** is paper scale.",
-        f"- Verdicts: *{HOLDS}* and *{FAILS}* come from the test that matches the claim's words, at alpha 0.05, on the "
-        "values the test itself uses (per-question or per-seed means; a pooled statistic by a bootstrap over "
-        "questions): a paired randomisation or t-test for \"A beats B\", two one-sided tests for \"within m\", a "
-        "non-inferiority test with the claim's margin for \"on par\", an exact binomial test for a share, a "
-        f"two-sample test for unpaired groups. When the test cannot decide, the verdict is *{WITHIN_NOISE}*. A "
-        f"failed claim shows the direction observed. A test paired over questions sees only the questions' "
-        "noise: it asks whether these two trained models differ, not whether their two recipes do, and two runs of "
-        "one recipe with different seeds differ on the same questions too. Where a claim compares trained models, "
-        "its verdict must also clear that **training-seed noise**: the std over seeds of one run's number, measured "
-        "on a page that trains 3 seeds and pooled over its models (the detail says which), added to the questions' "
-        "variance in a t-test (Welch-Satterthwaite degrees of freedom); a difference clear of the questions' noise "
-        f"but not of the seeds' reads *{WITHIN_NOISE}*. A claim of several compared pairs (or groups) *{FAILS}* "
-        "when any one pair is significantly reversed, so each reversal must stand after Holm's correction over the "
-        f"claim's pairs; *{HOLDS}* needs every pair to hold and needs none. A claim whose numbers are exact (parameter "
-        "counts, a proof's floating-point error) is judged on them alone and can only hold or fail "
-        f"({NO_NOISE}); a claim with neither a noise test nor exact numbers is *{NOT_TESTABLE}*. "
-        f"*{NOT_TESTABLE}* also: a precondition the claim rests on (the teacher leads, every compared "
-        "model trained past its initialisation, the metric below its ceiling) was measured and does not hold, "
-        f"so the claim is not judged; the reason gives the measurement. *{NOT_RUN}*: the notebook has no result for "
-        f"it at that profile; *{PLANNED}*: the notebook that will reproduce it is not written yet. *stale*: the "
-        "notebook or a library file it uses changed since the result was made.",
+        "- Verdicts:",
+        f"  - *{HOLDS}* and *{FAILS}* come from the test that matches the claim's words, at alpha 0.05, on the values "
+        "the test itself uses (per-question or per-seed means; a pooled statistic by a bootstrap over questions): a "
+        "paired randomisation or t-test for \"A beats B\", two one-sided tests for \"within m\", a non-inferiority "
+        "test with the claim's margin for \"on par\", an exact binomial test for a share, a two-sample test for "
+        "unpaired groups. A failed claim shows the direction observed.",
+        f"  - *{WITHIN_NOISE}*: the test cannot decide.",
+        "  - **Training-seed noise.** A test paired over questions sees only the questions' noise: it asks whether "
+        "these two trained models differ, not whether their two recipes do, and two runs of one recipe with "
+        "different seeds differ on the same questions too. Where a claim compares trained models, its verdict must "
+        "also clear the std over seeds of one run's number, measured on a page that trains 3 seeds and pooled over "
+        "its models (the detail says which), added to the questions' variance in a t-test (Welch-Satterthwaite "
+        "degrees of freedom); a difference clear of the questions' noise but not of the seeds' reads "
+        f"*{WITHIN_NOISE}*.",
+        f"  - **Several compared pairs** (or groups): the claim *{FAILS}* when any one pair is significantly "
+        f"reversed, so each reversal must stand after Holm's correction over the claim's pairs; *{HOLDS}* needs "
+        "every pair to hold.",
+        "  - **Exact numbers** (parameter counts, a proof's floating-point error): the claim is judged on them alone "
+        f"and can only hold or fail ({NO_NOISE}).",
+        f"  - *{NOT_TESTABLE}*: the claim has neither a noise test nor exact numbers, or a precondition it rests on "
+        "(the teacher leads, every compared model trained past its initialisation, the metric below its ceiling) "
+        "was measured and does not hold, so the claim is not judged; the reason gives the measurement.",
+        f"  - *{NOT_RUN}*: the notebook has no result for it at that profile; *{PLANNED}*: the notebook that will "
+        "reproduce it is not written yet; *stale*: the notebook or a library file it uses changed since the result "
+        "was made.",
         "- **ER** is the effect ratio of Breuer et al. (SIGIR 2020): our mean per-question (or per-seed) "
         "improvement over the paper's improvement (1: the whole effect came back; between 0 and 1: part of it; "
         "0 or less: none, or reversed). It is shown where the claims file gives the paper's numbers; the paper's "
@@ -1151,18 +1177,21 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         lines += ["## Preconditions", "",
                   "What the claims rest on, measured on the same results. A claim that requires one which does not "
                   f"hold reads *{NOT_TESTABLE}*.", ""]
-        rows = []
+        rows, full = [], [":::{dropdown} Preconditions: each in full, with its test and what was measured", ""]
         for name, pre in preconditions.items():
             users = sorted(c.id for c in claims if name in c.requires)
+            over = f" for each {_md(pre.over)}" if pre.over else ""
+            full.append(f"- **{_md(name)}**. {_md(_sentence(pre.statement))} Test: `{pre.test}`{over}.")
+            statuses = []
             for p in profiles:
                 verdict = evaluate_claim(pre, Path(results_root) / p, root=root,
                                          tables=_Tables(Path(results_root) / p, root=root))
-                met = PRECONDITION_STATUS.get(verdict.status, verdict.status)
-                groups = "; ".join(f"{g}: {'met' if st == HOLDS else 'not met'}"
-                                   for g, st in (verdict.groups or {}).items())
-                rows.append([name, p, met + (f" ({groups})" if groups and len(verdict.groups) > 1 else ""),
-                             verdict.ours or "–", pre.statement, ", ".join(users) or "–"])
-        lines += _table(["precondition", "profile", "status", "measured", "what it says", "claims"], rows)
+                statuses.append(_precondition_status(verdict))
+                full.append(f"  - {p}: *{_md(statuses[-1])}*" + (f": {_md(verdict.ours)}" if verdict.ours else ""))
+            rows.append([name, *statuses, ", ".join(users) or "–"])
+        # a short table to scan (a column each of statement and measurement made every row a screen tall), and
+        # each precondition in full below it, as the claims are under each paper's table
+        lines += _table(["precondition", *profiles, "claims"], rows) + full + [":::", ""]
 
     for paper, title in _papers(root, claims).items():
         part = card[card["paper"] == paper]

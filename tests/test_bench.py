@@ -128,6 +128,7 @@ def test_printed_table_and_scaling_plot(quick_results):
     assert "auto precision" in table.splitlines()[0]   # the choice `auto` made here, and on what grounds
     assert table.splitlines()[2].split() == ["benchmark", "metric", "measured", "target", "met?"]
     assert ">= 2.2" in table and "<= 0.6" in table
+    assert plot_scaling(None) is None   # no scaling benchmark among the results: no figure
     fig = plot_scaling(next(r for r in results if r["benchmark"] == "scaling"))
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from taser_book.bench import write_result
+from taser_book.bench import load_results, write_result
 from taser_book.bench.report import (
-    SPREAD_KEYS, conditions_table, describe_source, find_results, implied_21m_lines, machine_folders, machines_table,
+    SPREAD_KEYS, conditions_table, describe_source, find_results, implied_21m_table, machine_folders, machines_table,
     spread_table, summary_table,
 )
 
@@ -34,7 +34,8 @@ def test_report_tables_from_written_records(tmp_path):
     write_result(_record("scaling", {"implied_21m": {
         "passages": 21_015_324, "encode_hours_cpu": 50.0, "bert_base_flop_factor": 6.0,
         "encode_hours_cpu_bert_base": 300.0, "encode_hours_gpu": 0.5, "encode_hours_gpu_bert_base": 3.0,
-        "gpu_basis": "assumed", "flat_search_seconds_per_query": 0.25, "index_bytes_fp32": 2 ** 33}},
+        "gpu_basis": "assumed", "flat_search_seconds_per_query": 0.25, "index_bytes_fp32": 21_015_324 * 384 * 4},
+        "encode": {"cpu": {"precision": "fp32"}}, "search": {"sizes": [1_000, 100_000]}},
         [], notes=["extrapolated"]), bench)
 
     (tmp_path / "empty").mkdir()  # a folder without records is passed over, like one that does not exist
@@ -57,11 +58,22 @@ def test_report_tables_from_written_records(tmp_path):
     assert list(conditions["wall (s)"]) == [12.5] * 3 and conditions.loc[0, "load after (1/5/15 min)"] == "1.5 / 0.9 / 0.4"
     assert list(conditions["sizes"]) == ["passages 10"] * 3  # a line of text, not a dict's repr
 
-    lines = implied_21m_lines(results)
-    assert lines[0] == "DPR's Wikipedia, 21,015,324 passages:" and "8.0 GiB" in lines[-2]
-    assert lines[-1] == "note: extrapolated"
-    assert describe_source(results, source)[1] == "device: Some CPU (2 cores)"
-    assert "QUICK" not in describe_source(results, source)[0]
+    implied = implied_21m_table(results).set_index("DPR's Wikipedia")
+    assert list(implied.columns) == ["the default model", "BERT-base", "basis"]
+    assert implied.loc["passages", "the default model"] == "21,015,324"
+    assert implied.loc["encode on this CPU"].tolist()[:2] == ["50.0 h", "300 h"]
+    assert "(precision fp32)" in implied.loc["encode on this CPU", "basis"]
+    assert implied.loc["flat fp32 index"].tolist() == ["30.1 GiB", "", "21M x 384 x 4 bytes"]
+    assert "up to 100,000 passages" in implied.loc["flat search, per query", "basis"]
+    # a line a reader can use: the machine, the revision and the day, not the folder the records were read from
+    assert describe_source(results, source) == ["Measured on Some CPU (2 cores), revision abc123, 2025-01-01."]
+    later = _record("search", {}, [])
+    later["meta"] = {**later["meta"], "git_revision": "def4567890abc", "time_utc": "2025-02-03T00:00:00+00:00"}
+    assert describe_source(results + [later], source) == [
+        "Measured in 2 runs: encoding, routing, scaling on Some CPU (2 cores), revision abc123, 2025-01-01; "
+        "search on Some CPU (2 cores), revision def4567890, 2025-02-03."]
+    write_result(_record("hardware", {}, [], quick=True), tmp_path / "quick")
+    assert describe_source(load_results(tmp_path / "quick"), None)[1].startswith("QUICK: ")
 
 
 def test_report_without_results_says_what_to_run(tmp_path):
@@ -69,7 +81,7 @@ def test_report_without_results_says_what_to_run(tmp_path):
     assert (results, source) == ([], None)
     assert "taser bench" in describe_source(results, source)[0]
     assert summary_table(results).empty and spread_table(results).empty and conditions_table(results).empty
-    assert implied_21m_lines(results) == []
+    assert implied_21m_table(results).empty
 
 
 def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):

@@ -305,7 +305,38 @@ def test_the_run_times_page_says_what_each_page_decides(tmp_path):
         shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     write_runs_page(tmp_path, tmp_path / "results", tmp_path / "runs.md", card)
     row = next(line for line in (tmp_path / "runs.md").read_text().splitlines() if line.startswith("| [nb]"))
-    assert "| 2 of 3 judged (1 not testable here) |" in row
+    assert "| 2 of 3 judged (1 not testable here) |" in row and row.endswith("| yes |")
+    assert "Not up to date" not in (tmp_path / "runs.md").read_text()
+    # a stale page: "no" in its row (a short column), and the reason in a list below the table
+    with open(tmp_path / "taser_lib" / "io.py", "a") as f:
+        f.write("\n# edited\n")
+    write_runs_page(tmp_path, tmp_path / "results", tmp_path / "runs.md", card)
+    lines = (tmp_path / "runs.md").read_text().splitlines()
+    assert next(line for line in lines if line.startswith("| [nb]")).endswith("| no |")
+    reasons = lines[lines.index("Not up to date, and why:") + 2:]
+    assert reasons[0].startswith("- [nb](../notebooks/nb.ipynb): library file taser_lib/io.py changed")
+
+
+def test_the_run_times_page_names_machines_without_trademark_marks():
+    from taser_book.book import machine_label
+
+    assert machine_label("Intel(R) Xeon(R) Processor (2 cores)") == "Intel Xeon Processor (2 cores)"
+    assert machine_label("Intel(R) Core(TM) i7-8700 CPU (6 cores)") == "Intel Core i7-8700 CPU (6 cores)"
+    assert machine_label("AMD EPYC (2 cores)") == "AMD EPYC (2 cores)"
+
+
+def test_the_run_times_page_names_each_profiles_machine_once():
+    import pandas as pd
+
+    from taser_book.book import machines_sentence
+
+    xeon, epyc = "Intel(R) Xeon(R) Processor (2 cores)", "AMD EPYC (2 cores)"
+    rows = pd.DataFrame({"notebook": ["a", "b", "c"], "machine": [xeon, epyc, xeon]})
+    assert machines_sentence(rows) == (
+        "Every page below ran on Intel Xeon Processor (2 cores), except b (AMD EPYC (2 cores)).")
+    assert machines_sentence(rows.iloc[[0, 2]]) == "Every page below ran on Intel Xeon Processor (2 cores)."
+    assert machines_sentence(pd.DataFrame({"notebook": ["a"], "machine": [""]})) == (
+        "Every page below ran on an unrecorded machine.")
 
 
 # ------------------------------------------------------------------------------------------------ the built book

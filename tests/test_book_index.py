@@ -74,13 +74,28 @@ def test_a_page_of_preconditions_shows_them_in_its_chapter_row_and_under_its_tit
     assert "`cpu`, preconditions: <a href=" in row and f"#{claim_anchor('probe-ca-leads-de')}" in row
     assert row.endswith(" not met |")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Testbed\n\nWhat it probes."),
-                                         nbformat.v4.new_code_cell("x = 1")])
+                                         nbformat.v4.new_code_cell("x = 1"),
+                                         nbformat.v4.new_code_cell('notebook_preconditions("testbed", results_dir)',
+                                                                   outputs=[nbformat.v4.new_output(
+                                                                       "execute_result", data={"text/html": "<table>"},
+                                                                       execution_count=1)])])
     nbformat.write(nb, tmp_path / "testbed.ipynb")
     book_notebook(tmp_path / "testbed.ipynb", tmp_path / "testbed.ipynb", tmp_path / "page.ipynb",
                   meta={"profile": "cpu"}, claims=claims(), preconditions=pre)
-    title = nbformat.read(tmp_path / "page.ipynb", as_version=4).cells[0].source
+    cells = nbformat.read(tmp_path / "page.ipynb", as_version=4).cells
+    title = cells[0].source
     assert f'<span id="{claim_anchor("probe-ca-leads-de")}"></span>' in title
-    assert "wikiqa, all questions: met" in title and title.index("Preconditions measured") < title.index("What it")
+    assert "| not met for squad-open, 200 questions — met for wikiqa, all questions |" in title
+    same = pre.assign(status="met", **{"per setting": "a, 200: met; b, 200: met"})
+    book_notebook(tmp_path / "testbed.ipynb", tmp_path / "testbed.ipynb", tmp_path / "same.ipynb",
+                  meta={"profile": "cpu"}, claims=claims(), preconditions=same)
+    assert "| met | met for all 2 settings |" in nbformat.read(tmp_path / "same.ipynb", as_version=4).cells[0].source
+    assert title.index("Preconditions measured") < title.index("What it")
+    # the notebook_preconditions(...) cell shows each precondition as an item, not a table of five prose columns
+    assert cells[2].outputs[0]["data"]["text/markdown"] == (
+        "- **probe-ca-leads-de** (not met for squad-open, 200 questions — met for wikiqa, all questions). "
+        "the CA leads. Measured: gap=-0.5.")
+    assert cells[1].outputs == []
 
 
 def test_sections_go_before_their_heading_or_at_the_end():

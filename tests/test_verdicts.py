@@ -309,7 +309,10 @@ def test_an_unmet_precondition_makes_the_claim_not_testable_with_its_measurement
         write_scorecard_page(root / "results", page, root=root)
         text = page.read_text()
         assert "| 0 | 0 | 0 | 1 | 0 | 0 | 0 | 0 of 1 |" in text
-        assert "## Preconditions" in text and "| teacher-leads | cpu | not met | teacher=0.1, b=" in text
+        assert "## Preconditions" in text and "| precondition | cpu | claims |" in text
+        assert "| teacher-leads | not met | K-paired |" in text                      # the table to scan
+        assert "- **teacher-leads**. the teacher leads. Test: `teacher > b`." in text   # and each in full below it
+        assert "  - cpu: *not met*: teacher=0.1, b=" in text
 
 
 PER_GROUP_PRECONDITION = """\
@@ -354,6 +357,19 @@ def test_a_precondition_per_group_excludes_only_its_unmet_groups(tmp_path):
     assert verdict.status == HOLDS, verdict.detail           # 2-384 (CA at step 0, DE far ahead) is not judged
     assert list(verdict.groups) == ["6-384"]
     assert "size 2-384 not testable" in verdict.detail
+    page = tmp_path / "scorecard.md"
+    write_scorecard_page(root / "results", page, root=root)
+    assert "| trained | not met for 2-384; met for 6-384 | K-sizes |" in page.read_text()
+
+
+def test_settings_are_worded_by_status_and_names_with_commas_stay_readable():
+    from taser_book.scorecard import settings_by_status
+
+    assert settings_by_status([("2-32", "met"), ("2-64", "not met"), ("6-32", "met")]) == (
+        "met for 2-32, 6-32; not met for 2-64")
+    assert settings_by_status([("a, 200", "met"), ("a, all", "met"), ("b, 200", "not met")]) == (
+        "met for a, 200; a, all — not met for b, 200")
+    assert settings_by_status([("2-32", "met"), ("6-32", "met")]) == "" == settings_by_status([])
 
 
 def test_requires_must_name_a_precondition_or_a_claim(tmp_path):
@@ -518,7 +534,13 @@ def test_the_claims_files_preconditions_are_declared_and_measured():
     assert "teacher-leads-students" in claims["D-T6-k20-over-k2"].requires
     # Tables 4, 5's students start from the default cut to L layers, scored on the page as `zero-shot` at each size
     assert {"teacher-leads-students", "small-students-moved"} <= set(claims["D-T45-small-students"].requires)
-    assert all("retrievers-trained" in claims[c].requires for c in ("T1-taser-vs-dpr", "TA1-shared-not-worse"))
+    assert "retrievers-trained" in claims["T1-taser-vs-dpr"].requires
+    # the routing page's I = 2 variants are its own runs: their premise is measured on them, against the zero-shot
+    # start of the in-domain page; and the learning curves' students are the curve page's own runs
+    assert all("routing-variants-trained" in claims[c].requires for c in (
+        "TA1-shared-beats-dpr", "TA1-shared-not-worse", "TA1-specialisation", "TA1-det-best", "TA1-seq-beats-tok"))
+    assert claims["D-F4-gap-widens"].requires == ("curves-de-moved",)
+    assert {"curves-de-moved", "curves-dist-moved"} <= set(claims["D-F4-distillation"].requires)
     assert "cutoff-below-ceiling" in claims["T1-taser-vs-dpr"].requires
     assert claims["TA1-shared-not-worse"].noise.test == "non-inferiority"
     assert claims["T1-taser-vs-dpr"].noise.test == "non-inferiority" and claims["T1-taser-vs-dpr"].noise.margin == 0.5
@@ -628,6 +650,21 @@ def test_the_verdict_box_shows_each_claim_in_one_line():
 
     assert _box_unit("x=1 (a (b) c (d (e)), %)") == "x=1 (a c, %)" and _box_unit("x=1 (MRR@10)") == "x=1 (MRR@10)"
     assert _box_unit("x=1") == "x=1" and _box_unit("(whole)") == "(whole)"
+    from taser_book.book import BOX_GROUPS, _box_ours
+
+    # one setting: as _box_unit gives it; several: a line each, at most BOX_GROUPS, and what was left out is said
+    assert _box_ours("a=1, b=2 (test R@K (R@1 here), %)") == ("a=1, b=2 (test R@K, %)", True)
+    assert _box_ours("a=1 (MRR@10)") == ("a=1 (MRR@10)", False)
+    assert _box_ours("2-32: a=1; 6-32: a=2 (MRR@10)") == ("2-32: a=1<br>6-32: a=2 (MRR@10)", False)
+    sizes = "; ".join(f"s{i}: a={i} (x; y)" for i in range(BOX_GROUPS + 3)) + " (test MRR@10)"
+    cell, shortened = _box_ours(sizes)
+    assert shortened and cell.count("<br>") == BOX_GROUPS
+    assert cell.endswith("and 3 more (in the claims in full) (test MRR@10)")
+    assert cell.startswith("s0: a=0 (x; y)<br>s1: a=1 (x; y)")   # a semicolon inside parentheses splits nothing
+    assert _box_ours("x<y; z (u)")[0] == "x&lt;y<br>z (u)"
+    # the settings the verdict speaks of come first
+    cell, _ = _box_ours(sizes, verdict=f"fails: s{BOX_GROUPS + 2}: a > b (p = 0.01)")
+    assert cell.startswith(f"s{BOX_GROUPS + 2}: a={BOX_GROUPS + 2} (x; y)<br>s0: a=0")
     long = " ".join(["word"] * 40)
     assert short_statement(long).endswith(" …") and len(short_statement(long)) <= 112
 

@@ -53,17 +53,28 @@ def by_name(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def describe_source(results: Sequence[dict[str, Any]], source: str | None) -> list[str]:
-    """Where the records come from: folder, device, git revision and time; says so when there are none."""
+    """Which machine made the records, at which revision and when (a line a reader can use, without the folder
+    they were read from, which `source` names for callers that want it); says so when there are none."""
     if not results:
         return ["No benchmark results: run `taser bench` (or `taser bench --quick` for a smoke run), then rebuild "
                 "the book."]
-    quick = any(r.get("quick") for r in results)
-    meta = results[0]["meta"]
-    device = meta["device"]
-    lines = [f"results: {source}" + ("  (QUICK: smoke-sized runs; these are not measurements)" if quick else "")]
-    lines.append(f"device: {device['name']} ({device.get('cores', '?')} cores)" if device.get("type") == "cpu"
-                 else f"device: {device['name']}")
-    lines.append(f"git revision: {meta.get('git_revision')}, run at {meta.get('time_utc')}")
+    runs: dict[tuple[str, str, str], list[str]] = {}   # records of several runs (a benchmark rerun later) say so
+    for record in results:
+        meta = record["meta"]
+        device = meta["device"]
+        name = f"{device['name']} ({device.get('cores', '?')} cores)" if device.get("type") == "cpu" \
+            else device["name"]
+        revision = str(meta.get("git_revision") or "an unrecorded revision")[:10]
+        runs.setdefault((name, revision, str(meta.get("time_utc") or "")[:10]), []).append(record["benchmark"])
+    if len(runs) == 1:
+        (name, revision, day), = runs
+        lines = [f"Measured on {name}, revision {revision}, {day}."]
+    else:
+        lines = ["Measured in " + f"{len(runs)} runs: " + "; ".join(
+            f"{', '.join(names)} on {name}, revision {revision}, {day}"
+            for (name, revision, day), names in sorted(runs.items(), key=lambda kv: kv[0][2])) + "."]
+    if any(r.get("quick") for r in results):
+        lines.append("QUICK: smoke-sized runs; these are not measurements.")
     return lines
 
 
@@ -122,28 +133,41 @@ def conditions_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
                                  "sizes"])
 
 
-def implied_21m_lines(results: Iterable[dict[str, Any]]) -> list[str]:
-    """What the scaling benchmark implies for DPR's 21M Wikipedia passages, as printed lines ([] without it)."""
+def _count(n: Any) -> str:
+    return f"{n:,}" if isinstance(n, int) else "an unrecorded number of"
+
+
+def implied_21m_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """What the scaling benchmark implies for DPR's Wikipedia: one row per quantity (the default model, and BERT-base
+    where the benchmark scales it), with what it rests on; no rows without the scaling benchmark."""
+    columns = ["DPR's Wikipedia", "the default model", "BERT-base", "basis"]
     scaling = by_name(results).get("scaling")
     if scaling is None:
-        return []
-    implied = scaling["measured"]["implied_21m"]
-    lines = [
-        f"DPR's Wikipedia, {implied['passages']:,} passages:",
-        f"  encode on this CPU:        {implied['encode_hours_cpu']:10,.1f} h   "
-        f"(BERT-base, x{implied['bert_base_flop_factor']:.1f} FLOPs: {implied['encode_hours_cpu_bert_base']:,.0f} h)",
-        f"  encode on one GPU:         {implied['encode_hours_gpu']:10,.2f} h   "
-        f"(BERT-base: {implied['encode_hours_gpu_bert_base']:,.1f} h); {implied['gpu_basis']}",
-        f"  flat search, per query:    {implied['flat_search_seconds_per_query'] * 1e3:10,.1f} ms",
-        f"  flat fp32 index:           {implied['index_bytes_fp32'] / 2 ** 30:10,.1f} GiB",
+        return pd.DataFrame(columns=columns)
+    measured, sizes = scaling["measured"], scaling.get("sizes", {})
+    implied = measured["implied_21m"]
+    cpu = measured["encode"].get("cpu", {})
+    dim = round(implied["index_bytes_fp32"] / implied["passages"] / 4)
+    rows = [
+        ["passages", f"{implied['passages']:,}", "", "DPR's psgs_w100.tsv"],
+        ["encode on this CPU", f"{implied['encode_hours_cpu']:,.1f} h", f"{implied['encode_hours_cpu_bert_base']:,.0f} h",
+         f"the rate measured on {_count(sizes.get('encode_slice', {}).get('cpu'))} passages (precision "
+         f"{cpu.get('precision', '?')}), scaled linearly; BERT-base: {implied['bert_base_flop_factor']:.1f}x the "
+         "FLOPs per passage at the same achieved rate"],
+        ["encode on one GPU", f"{implied['encode_hours_gpu']:,.2f} h", f"{implied['encode_hours_gpu_bert_base']:,.1f} h",
+         implied["gpu_basis"]],
+        ["flat search, per query", f"{implied['flat_search_seconds_per_query'] * 1e3:,.1f} ms", "",
+         f"exact faiss flat search of random unit vectors, measured up to {measured['search']['sizes'][-1]:,} "
+         "passages and scaled linearly"],
+        ["flat fp32 index", f"{implied['index_bytes_fp32'] / 2 ** 30:,.1f} GiB", "", f"21M x {dim} x 4 bytes"],
     ]
-    memory = scaling["measured"].get("memory")
+    memory = measured.get("memory")  # records before issue 13 have no memory series
     if memory:
-        lines.append(f"  indexing peak RAM growth, streamed (shards of {memory['shard_size']:,}): "
-                     f"{max(memory['stream_peak_mib']):,.0f} MiB at most up to {memory['sizes'][-1]:,} generated "
-                     f"passages (bound {memory['bound_mib']:,.0f} MiB); loaded whole first: "
-                     f"{memory['load_peak_mib'][-1]:,.0f} MiB")
-    return lines + [f"note: {note}" for note in scaling.get("notes", [])]
+        rows.append(["indexing peak RAM growth, streamed", f"{max(memory['stream_peak_mib']):,.0f} MiB", "",
+                     f"measured up to {memory['sizes'][-1]:,} generated passages in shards of "
+                     f"{memory['shard_size']:,} (bound {memory['bound_mib']:,.0f} MiB); loaded whole first: "
+                     f"{memory['load_peak_mib'][-1]:,.0f} MiB"])
+    return pd.DataFrame(rows, columns=columns)
 
 
 # --- the same ratios on every machine the benchmarks ran on -----------------------------------------------------------

@@ -11,14 +11,16 @@ from .style import COLUMN_WIDTH_IN, book_style
 
 
 @book_style
-def plot_scaling(result: dict[str, Any]) -> Figure:
+def plot_scaling(result: dict[str, Any] | None) -> Figure | None:
     """Seconds to encode a corpus (per device) and to search it (exact faiss flat, a fixed query batch) against
     its size, both axes logarithmic, out to DPR's 21M Wikipedia passages. Measured points are filled; extrapolated
     ones hollow on a dashed line.
 
     `result` is the scaling benchmark's record (results/bench/scaling.json). When it holds the memory series, a
-    second panel plots it (`plot_memory`).
+    second panel plots it (`plot_memory`). None (no scaling benchmark in the results) draws nothing.
     """
+    if result is None:
+        return None
     measured = result["measured"]
     implied = measured["implied_21m"]
     wiki = implied["passages"]
