@@ -540,6 +540,9 @@ def test_the_claims_files_preconditions_are_declared_and_measured():
     assert all("routing-variants-trained" in claims[c].requires for c in (
         "TA1-shared-beats-dpr", "TA1-shared-not-worse", "TA1-specialisation", "TA1-det-best", "TA1-seq-beats-tok"))
     assert claims["D-F4-gap-widens"].requires == ("curves-de-moved",)
+    # two students of one family are told apart over seeds, not on one seed's questions (no margin seed noise exists)
+    assert all("margins-student-seeds" in claims[c].requires for c in ("D-F8-distilled-margins",
+                                                                         "D-F2-distilled-margins"))
     assert {"curves-de-moved", "curves-dist-moved"} <= set(claims["D-F4-distillation"].requires)
     assert "cutoff-below-ceiling" in claims["T1-taser-vs-dpr"].requires
     assert claims["TA1-shared-not-worse"].noise.test == "non-inferiority"
