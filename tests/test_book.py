@@ -417,6 +417,10 @@ _DEBRIS = re.compile(r"\b\d+ s so far|PosixPath\(|\.staging|(?<![\w.])/(?:work|t
 _DEBRIS_CURRENT = re.compile(r"\b(?:retriever|cross-encoder|distill|colbert)-[0-9a-f]{12}\b|\{'[^']+': |"
                              r"\b\d+ rows × \d+ columns")
 
+# A printed data frame with more columns than the text column holds scrolls sideways inside its output (the pages'
+# tests of significance: 12 columns), up to this many times the column's width; a number never splits over two lines.
+WIDE_FRAME = 1.5
+
 _PAGE_STATE = """
 const imgs = Array.from(document.querySelectorAll('article img'));
 return {
@@ -431,7 +435,16 @@ return {
   wide: (() => { const art = document.querySelector('article'); if (!art) return [];
                  return Array.from(art.querySelectorAll('*'))
                    .filter(e => e.scrollWidth > art.clientWidth + 2 && getComputedStyle(e).overflowX !== 'visible')
+                   .filter(e => !(e.querySelector('table.dataframe') && e.scrollWidth <= WIDE_FRAME * art.clientWidth))
                    .map(e => `${e.tagName}.${e.className} ${e.scrollWidth}px`); })(),
+  split_numbers: (() => { const out = [];
+                 document.querySelectorAll('article td, article th').forEach(cell => {
+                   const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT); let node;
+                   while ((node = walk.nextNode())) { const re = /[0-9]+(?:[.,][0-9]+)*/g; let m;
+                     while ((m = re.exec(node.data))) { const r = document.createRange();
+                       r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+                       if (r.getClientRects().length > 1) out.push(m[0]); } } });
+                 return out; })(),
   raw_math: (() => { const t = (document.querySelector('article') || document.body).innerText, b = String.fromCharCode(92);
               return t.split(b + '(').length + t.split(b + '[').length - 2; })(),
   raw_math_nav: (() => { const n = document.querySelector('nav.bd-docs-nav'); if (!n) return 0;
@@ -440,7 +453,7 @@ return {
   verdict_box: !!Array.from(document.querySelectorAll('article strong'))
                  .find(e => e.textContent.trim() === 'Claims and verdicts'),
 };
-"""
+""".replace("WIDE_FRAME", str(WIDE_FRAME))
 
 
 @pytest.mark.slow
@@ -578,6 +591,7 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
         assert state["raw_math"] == 0, f"{entry} shows raw TeX ({state['raw_math']} delimiters)"
         assert state["raw_math_nav"] == 0, f"{entry}: the sidebar shows raw TeX (a title with math: write it in Unicode)"
         assert not state["wide"], f"{entry} has elements wider than the text column: {state['wide'][:3]}"
+        assert not state["split_numbers"], f"{entry} splits numbers over two lines: {state['split_numbers'][:5]}"
         assert not state["external"], f"{entry} loads {state['external'][:3]} from outside the book"
         text = browser.execute_script(
             "return Array.from(document.querySelectorAll('article .cell_output')).map(e => e.innerText).join(' ')")
