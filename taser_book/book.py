@@ -101,6 +101,8 @@ def short_statement(statement: str, limit: int = 110) -> str:
     return text
 
 
+BOOK_INCLUDES = ("tools/reproduce.sbatch",)  # book/reproduce.md shows the job array's script itself
+
 VERDICT_BOX_COLUMNS = (("claim", 34), ("verdict", 17), ("paper", 20), ("ours", 21), ("ER", 8))  # name, % of width
 
 
@@ -756,6 +758,10 @@ def build_book(root: str | os.PathLike = ".", results_root: str | os.PathLike | 
     for folder in ("_static", "_ext"):
         if (root / folder).is_dir():
             shutil.copytree(root / folder, src / folder, ignore=ignore)
+    for shown in BOOK_INCLUDES:  # files a page shows as they are (literalinclude), from the repository
+        if (root / shown).is_file():
+            (src / shown).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / shown, src / shown)
     _copy_mathjax(src / "_extra" / "mathjax")
     _write_root_favicon(src / "_static" / "favicon.png", src / "_extra" / "favicon.ico")
     card = write_scorecard_page(results_root, src / "book" / "scorecard.md", root=root)  # every verdict, judged once

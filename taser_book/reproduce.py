@@ -41,6 +41,16 @@ from .runner import (NotebookRun, _dirty_files, _embeddings_kept, _force_retrain
                      summary_table)
 
 
+def planned_notebooks(profile: str, only: list[str] | None = None, *, root: str | os.PathLike = ".",
+                      profiles_file: str | os.PathLike | None = None) -> list[str]:
+    """The stems `reproduce` would take in turn at `profile`: the profile's `run_first` first, then the rest by name
+    (`taser reproduce --list`: one task of a job array per line)."""
+    profiles = load_profiles(profiles_file)
+    if profile not in profiles:
+        raise ConfigError(f"unknown profile '{profile}' (known: {', '.join(profiles)})")
+    return [p.stem for p in run_order(find_notebooks(Path(root).resolve(), only), profiles[profile].get("run_first", []))]
+
+
 def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, root: str | os.PathLike = ".",
               results_root: str | os.PathLike | None = None, profiles_file: str | os.PathLike | None = None,
               book: bool = True, out_dir: str | os.PathLike | None = None, force: bool = False,

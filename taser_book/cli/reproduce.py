@@ -20,6 +20,9 @@ def register(subparsers) -> None:
     r.add_argument("--profiles", type=Path, default=None,
                    help="extra profiles YAML (default: $TASER_PROFILES); see taser_book/profiles.yaml")
     r.add_argument("--no-book", action="store_true", help="run the notebooks only (e.g. one task of a job array)")
+    r.add_argument("--list", action="store_true",
+                   help="print the notebooks it would run, one per line in run order (the profile's run_first "
+                        "first), and run nothing: the tasks of a job array (book/reproduce.md, 'A Slurm job array')")
     r.add_argument("--force", action="store_true",
                    help="run notebooks whose results are up to date too, and retrain cached training runs "
                         "(sets TASER_FORCE_RETRAIN for the notebooks)")
@@ -46,8 +49,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from ..reproduce import reproduce
+    from ..reproduce import planned_notebooks, reproduce
 
+    if args.list:
+        print("\n".join(planned_notebooks(args.profile, args.only, root=args.root, profiles_file=args.profiles)))
+        return 0
     return reproduce(args.profile, only=args.only, jobs=args.jobs, root=args.root, results_root=args.results,
                      profiles_file=args.profiles, book=not args.no_book, force=args.force,
                      allow_dirty=args.allow_dirty)
