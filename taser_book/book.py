@@ -114,8 +114,14 @@ def _box_unit(ours: str) -> str:
     """Our numbers as the verdict box shows them: the unit at their end without its own parentheticals ("test R@K at
     the deciding cutoff (R@1 on SQuAD-open; ...), %" -> "test R@K at the deciding cutoff, %"), so that a row is a few
     lines, not a dozen; the dropdown below the box keeps the unit in full."""
+    return "".join(_split_unit(ours))
+
+
+def _split_unit(ours: str) -> tuple[str, str]:
+    """`ours` as (the numbers, their unit shortened as `_box_unit` says), e.g. ("a=1, b=2", " (MRR@10)"); the unit is
+    the parenthesis closing the text; (ours, "") where it has none."""
     if not ours.endswith(")"):
-        return ours
+        return ours, ""
     depth, start = 0, None
     for i in range(len(ours) - 1, -1, -1):  # the parenthesis that opens the unit at the end
         depth += {")": 1, "(": -1}.get(ours[i], 0)
@@ -123,11 +129,12 @@ def _box_unit(ours: str) -> str:
             start = i
             break
     if not start:
-        return ours
+        return ours, ""
     unit = ours[start + 1:-1]
     while (short := re.sub(r"\s*\([^()]*\)", "", unit)) != unit:  # nested parentheticals, innermost first
         unit = short
-    return f"{ours[:start]}({unit})"
+    body = ours[:start].rstrip()
+    return body, f"{ours[len(body):start]}({unit})"
 
 
 BOX_GROUPS = 4  # per-setting numbers the verdict box shows before "and N more" (all of them are in its dropdown)
@@ -138,10 +145,8 @@ def _box_ours(ours: str, verdict: str = "") -> tuple[str, bool]:
     (`_box_unit`), then one line per setting ("2-128: ca=0.34, de=0.60; 2-32: ..." -> a line each), the settings the
     `verdict` names first ("fails: 6-128: ..."), at most BOX_GROUPS of them and "and N more" (a claim over 8 sizes
     made a cell of thirty lines)."""
-    short = _box_unit(ours)
-    body, unit = short, ""
-    if short.endswith(")") and (cut := short.rfind(" (")) > 0 and short.count("(", cut) == 1:
-        body, unit = short[:cut], short[cut:]
+    body, unit = _split_unit(ours)
+    short = body + unit
     parts = [p for p in _top_level_split(body, "; ") if p]
     if len(parts) < 2:
         return escape(short), short != ours
