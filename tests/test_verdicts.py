@@ -556,6 +556,10 @@ def test_the_claims_files_preconditions_are_declared_and_measured():
     assert all("scores-ca-de-same-data" in claims[c].requires
                for c in ("D-F2-diffuse-negatives", "D-F5-diffuse-train", "D-F6-baseline-shift", "D-F7-early-peak"))
     assert "share > base" in [c.text for c in claims["D-T3-disagreements-are-negatives"].noise.compare]
+    # Figure 7's early stage in raw units needs a CA that already separates: a fresh head's near-zero logits are
+    # narrow without any learnt peak, and no student can be narrower than them
+    assert all({"early-off-init", "early-ca-separates"} <= set(claims[c].requires)
+               for c in ("D-F7-early-peak", "D-F7-distilled-sharper"))
 
 
 # ------------------------------------------------------------------------------------------- judged at build time
