@@ -43,6 +43,46 @@ _MISSING_HTML = re.compile(r"<td>(?:NaN|&lt;NA&gt;|None)</td>")
 _MISSING_TEXT = re.compile(r"(?<![\w.])(?:NaN|<NA>)(?![\w.])")
 
 
+# A printed data frame's default index: a first column of row numbers 0, 1, 2, ... under an empty header cell. It
+# carries nothing (pandas numbers the rows it was given) and took a column of the text column's width on 64 of the
+# committed pages' 109 tables; a named or non-consecutive index is kept.
+_FRAME = re.compile(r'(<table\b[^>]*class="dataframe"[^>]*>)(.*?)(</table>)', re.S)
+_FRAME_ROW = re.compile(r"(<tr\b[^>]*>)(.*?)(</tr>)", re.S)
+_FIRST_HEADER = re.compile(r"^(\s*)<th\b[^>]*>(.*?)</th>", re.S)
+
+
+def _without_row_numbers(html: str) -> str:
+    """`html` with each data frame's row-number column removed (the index pandas prints for a frame without one)."""
+
+    def frame(match: re.Match) -> str:
+        opening, body, closing = match.groups()
+        head, rows = re.search(r"<thead>(.*?)</thead>", body, re.S), re.search(r"<tbody>(.*?)</tbody>", body, re.S)
+        if not head or not rows:
+            return match.group(0)
+        head_rows, body_rows = _FRAME_ROW.findall(head.group(1)), _FRAME_ROW.findall(rows.group(1))
+        if not head_rows or not body_rows:
+            return match.group(0)
+        for _, cells, _ in head_rows:  # an index name or a column level's name: not the bare row numbers
+            first = _FIRST_HEADER.match(cells)
+            if not first or first.group(2).strip():
+                return match.group(0)
+        for number, (_, cells, _) in enumerate(body_rows):
+            first = _FIRST_HEADER.match(cells)
+            if not first or first.group(2).strip() != str(number) or "<th" in cells[first.end():] \
+                    or "span=" in first.group(0):
+                return match.group(0)
+
+        def drop_first(section: str) -> str:
+            return _FRAME_ROW.sub(lambda r: r.group(1) + _FIRST_HEADER.sub(r"\1", r.group(2), count=1) + r.group(3),
+                                  section)
+
+        body = body.replace(head.group(0), f"<thead>{drop_first(head.group(1))}</thead>", 1)
+        body = body.replace(rows.group(0), f"<tbody>{drop_first(rows.group(1))}</tbody>", 1)
+        return opening + body + closing
+
+    return _FRAME.sub(frame, html)
+
+
 def _scrub(text: str, html: bool = False) -> tuple[str, int]:
     """`text` without machine paths, and with "–" for each missing value; and how many values were missing."""
     text = _MACHINE_PATH.sub(r"\1", text)
@@ -90,8 +130,8 @@ def _missing_footnote(note: str | None, html: bool) -> str:
 def _clean_outputs(outputs: list, missing_note: str | None = None) -> list:
     """A cell's outputs as the book shows them: no stderr (warnings, progress bars, logging), no widgets, no
     progress-bar debris or timers in stdout, no echoed path objects, no machine paths (a run folder shows as its
-    name), and "–" for a missing value, with `missing_note` (why the page's tables have cells without a value) under
-    a table that has one."""
+    name), no data frame's bare row numbers (`_without_row_numbers`), and "–" for a missing value, with
+    `missing_note` (why the page's tables have cells without a value) under a table that has one."""
     kept = []
     for out in outputs:
         if out.get("output_type") == "stream":
@@ -114,6 +154,8 @@ def _clean_outputs(outputs: list, missing_note: str | None = None) -> list:
                 if kind in data:
                     value = "".join(data[kind]) if isinstance(data[kind], list) else data[kind]
                     value, n_missing = _scrub(value, html=kind == "text/html")
+                    if kind == "text/html":
+                        value = _without_row_numbers(value)
                     data[kind] = value + (_missing_footnote(missing_note, kind == "text/html") if n_missing else "")
         kept.append(out)
     return kept

@@ -657,6 +657,27 @@ def test_book_pages_drop_timers_paths_and_missing_value_marks():
     assert _clean_outputs([whole], "DPR has no routing.")[0]["data"] == {"text/plain": "a  1", "text/html": "<td>1</td>"}
 
 
+def test_book_tables_drop_pandas_row_numbers_and_keep_a_real_index():
+    import pandas as pd
+
+    from taser_book.executed import _clean_outputs
+
+    def shown(frame: pd.DataFrame) -> str:
+        out = {"output_type": "execute_result", "execution_count": 1, "metadata": {},
+               "data": {"text/plain": frame.to_string(), "text/html": frame.to_html()}}
+        return _clean_outputs([out])[0]["data"]["text/html"]
+
+    numbered = pd.DataFrame({"model": ["CA", "DE"], "MRR@10": [0.849, 0.739]})
+    html = shown(numbered)  # pandas' own RangeIndex: its column and the empty header cell above it go
+    assert "<th>0</th>" not in html and "<th></th>" not in html
+    assert re.findall(r"<th>(.*?)</th>", html) == ["model", "MRR@10"]
+    assert "<td>CA</td>" in html and "<td>0.739</td>" in html
+    # a real index stays: named, labelled, or numbers that are not the rows' own 0, 1, 2, ...
+    for kept in (numbered.set_index("model"), numbered.rename_axis("row"), numbered.set_axis([1, 2]),
+                 pd.DataFrame({"a": [1]}, index=pd.MultiIndex.from_tuples([(0, "x")]))):
+        assert shown(kept) == kept.to_html(), kept
+
+
 @pytest.mark.parametrize("text, message", [
     ("de_negatives: [a, b]\n", "page 'de_negatives': the note must be a non-empty sentence"),
     ("- a\n", "expected a mapping of page names"),
