@@ -105,10 +105,11 @@ def test_token_overlap_counts_the_querys_content_words_found_in_the_passage():
 
 
 def test_disagreement_summary_reports_share_of_negatives_and_overlaps():
-    from taser_lib.evaluation.disagreement import disagreement_summary
+    from taser_lib.evaluation.disagreement import SUMMARY_STATISTICS, disagreement_summary
     rset, ca, de, frame = frames()
     pairs = disagreements(frame, low="CA", high="DE", n=2)
     out = disagreement_summary(frame, pairs, rset).set_index("statistic")["value"]
+    assert list(SUMMARY_STATISTICS) == list(out.index)   # the page shows each statistic in words, in this order
     assert out["pairs"] == 2 and out["negative_share"] == 1.0
     assert out["negative_base_rate"] == pytest.approx(4 / 6)       # 2 positives among the 6 candidates
     # every toy query shares no content word with its passages

@@ -189,6 +189,17 @@ def token_overlap(query: str, passage: Any) -> float:
     return len(mine & theirs) / len(mine)
 
 
+# What each statistic of `disagreement_summary` is, in words (a page's table shows these instead of the names)
+SUMMARY_STATISTICS = {
+    "pairs": "pairs tested (the largest DE − CA discrepancies, one per question)",
+    "negative_share": "share of those pairs whose passage holds no answer",
+    "negative_base_rate": "share of every scored pair whose passage holds no answer (a random pick)",
+    "overlap_pairs": "share of the question's words in the passage: those pairs",
+    "overlap_negatives": "share of the question's words in the passage: every negative",
+    "overlap_positives": "share of the question's words in the passage: every positive",
+}
+
+
 def disagreement_summary(frame: pd.DataFrame, pairs: pd.DataFrame, rset: Any) -> pd.DataFrame:
     """Long table (statistic, value) on the disagreement `pairs` (`disagreements`' output) of a score `frame`:
     `pairs`, `negative_share` (share of negatives among them), `negative_base_rate` (the share of negatives among
