@@ -179,3 +179,15 @@ def test_disagreement_scatter_draws_every_pair_and_circles_the_chosen(tmp_path):
     assert "CA" in ax.get_xlabel() and "DE" in ax.get_ylabel()
     with pytest.raises(KeyError):
         plot_disagreement_scatter(frame, "CA", "ColBERT")
+
+
+def test_the_pages_summary_table_says_each_statistic_in_words():
+    import pandas as pd
+
+    from taser_book.tables.disagreement import summary_table
+    from taser_lib.evaluation.disagreement import SUMMARY_STATISTICS
+
+    summary = pd.DataFrame({"statistic": ["pairs", "negative_share", "other"], "value": [50.0, 0.95999, 1 / 3]})
+    table = summary_table(summary)
+    assert table["statistic"].tolist() == [SUMMARY_STATISTICS["pairs"], SUMMARY_STATISTICS["negative_share"], "other"]
+    assert table["value"].tolist() == ["50", "0.96", "0.333"]     # a count without decimals, the rest at 3
