@@ -45,10 +45,14 @@ def planned_notebooks(profile: str, only: list[str] | None = None, *, root: str 
                       profiles_file: str | os.PathLike | None = None) -> list[str]:
     """The stems `reproduce` would take in turn at `profile`: the profile's `run_first` first, then the rest by name
     (`taser reproduce --list`: one task of a job array per line)."""
-    profiles = load_profiles(profiles_file)
+    return [p.stem for p in _in_run_order(load_profiles(profiles_file), profile, Path(root).resolve(), only)]
+
+
+def _in_run_order(profiles: dict, profile: str, root: Path, only: list[str] | None) -> list[Path]:
+    """The notebooks of `root` (or `only` those) in the order `profile` runs them; an unknown profile is an error."""
     if profile not in profiles:
         raise ConfigError(f"unknown profile '{profile}' (known: {', '.join(profiles)})")
-    return [p.stem for p in run_order(find_notebooks(Path(root).resolve(), only), profiles[profile].get("run_first", []))]
+    return run_order(find_notebooks(root, only), profiles[profile].get("run_first", []))
 
 
 def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, root: str | os.PathLike = ".",
@@ -70,12 +74,10 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
                           f"'{profile}' results, or pass --allow-dirty (the pages then say '+dirty')")
     results_root = Path(results_root) if results_root is not None else root / "results"
     profiles = load_profiles(profiles_file)
-    if profile not in profiles:
-        raise ConfigError(f"unknown profile '{profile}' (known: {', '.join(profiles)})")
+    notebooks = _in_run_order(profiles, profile, root, only)
     if jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, got {jobs}")
     run_first = profiles[profile].get("run_first", [])
-    notebooks = run_order(find_notebooks(root, only), run_first)
     stems = {p.stem for p in find_notebooks(root)}
     stray = sorted(set(profiles[profile]["notebooks"]) - stems)
     if stray:
