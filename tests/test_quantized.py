@@ -12,9 +12,12 @@ import torch
 from taser_book.cli import main
 from taser_lib.errors import ConfigError
 from taser_lib.models import DenseEncoder, build_model, load_tokenizer
+from taser_lib.models import onnx_int8
 from taser_lib.models import quantized as Q
 from taser_lib.models.quantized import FFN_OUTPUT, Int8Encoder, int8_copy, int8_encoder, quantised_linears
 
+TORCH_ENGINE = Q.available_engines()[0]  # a PyTorch engine: every torch build has one of fbgemm, onednn, x86
+ONNX = pytest.mark.skipif(not onnx_int8.available(), reason="onnxruntime and onnx are not installed")
 PASSAGES = [("Hamlet", "Hamlet is a tragedy by William Shakespeare."), ("", "Paris is the capital of France."),
             ("Bees", "Bees make honey from nectar collected from flowers.")]
 
@@ -37,7 +40,7 @@ def test_every_linear_is_quantised_unless_kept_and_kept_means_the_feed_forward_o
     assert kept and all(n.endswith(".output.dense") and ".attention." not in n for n in kept)
     assert any(n.endswith("attention.output.dense") for n in names)
     assert any(".experts." in n for n in kept)  # an expert's feed-forward output is a feed-forward output too
-    copy = int8_copy(model, keep_fp32=(FFN_OUTPUT,))
+    copy = int8_copy(model, keep_fp32=(FFN_OUTPUT,))  # the probe's fastest PyTorch engine: only those keep some
     assert all(type(copy.get_submodule(n)) is torch.nn.Linear for n in kept)
     assert all(isinstance(copy.get_submodule(n), torch.ao.nn.quantized.dynamic.Linear) for n in names)
 
@@ -48,7 +51,7 @@ def test_int8_vectors_follow_fp32_and_the_model_is_left_alone(arch, tiny):
     before = {k: v.clone() for k, v in model.state_dict().items()}
     tok = load_tokenizer(tiny)
     fp32 = DenseEncoder(model, tok, device="cpu", show_progress=False, precision="fp32")
-    int8 = int8_encoder(fp32)
+    int8 = int8_encoder(fp32, engine=TORCH_ENGINE)  # the structure checked below is PyTorch's; ONNX Runtime's below
     assert isinstance(int8, Int8Encoder) and int8.resolved_precision == "int8"
     a, b = fp32.encode_passages(PASSAGES), int8.encode_passages(PASSAGES)
     assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
@@ -63,9 +66,10 @@ def test_int8_vectors_follow_fp32_and_the_model_is_left_alone(arch, tiny):
     assert len(quantised) == len(quantised_linears(model))
 
 
-def test_the_int8_copy_is_made_again_when_the_weights_change(tiny):
+@pytest.mark.parametrize("engine", [None, *Q.available_engines()])
+def test_the_int8_copy_is_made_again_when_the_weights_change(engine, tiny):
     model = build_model("shared", tiny)
-    enc = Int8Encoder(model, load_tokenizer(tiny), device="cpu", show_progress=False)
+    enc = Int8Encoder(model, load_tokenizer(tiny), device="cpu", show_progress=False, engine=engine)
     first, vectors = enc.running_model(), enc.encode_passages(PASSAGES)
     with torch.no_grad():
         for p in model.parameters():
@@ -163,3 +167,57 @@ def test_an_explicit_engine_packs_for_it_and_a_bad_one_is_refused(tiny):
         Int8Encoder(model, tok, device="cpu", engine="qnnpack")
     with pytest.raises(ConfigError, match="engine"):
         int8_copy(model, engine="gpu")
+
+
+# ---- the onnxruntime engine (taser_lib.models.onnx_int8) --------------------------------------------------------------
+
+def test_onnxruntime_is_an_engine_exactly_when_it_is_installed():
+    assert (onnx_int8.ENGINE in Q.available_engines()) == onnx_int8.available()
+    assert set(Q.available_engines()) <= set(Q.ENGINES)
+
+
+@ONNX
+@pytest.mark.parametrize("arch", ["taser", "dpr", "shared"])
+def test_onnxruntime_int8_vectors_follow_fp32_and_the_model_is_left_alone(arch, tiny):
+    # Det-R TASER's Q-FFN and P-FFN differ: each side is its own graph, so queries and passages must each follow
+    model = build_model(arch, tiny, **({"shared_blocks": 1} if arch == "taser" else {}))
+    experts = [p for n, p in model.named_parameters() if ".experts.0." in n]
+    assert bool(experts) == (arch == "taser")
+    with torch.no_grad():  # both experts start as the block's FFN: make the Q-FFN differ, as training would
+        for p in experts:
+            p.mul_(1.5)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    tok = load_tokenizer(tiny)
+    fp32 = DenseEncoder(model, tok, device="cpu", show_progress=False, precision="fp32")
+    int8 = int8_encoder(fp32, engine="onnxruntime")
+    a, b = fp32.encode_passages(PASSAGES), int8.encode_passages(PASSAGES)
+    assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
+    assert not np.array_equal(a, b) and cosines(a, b).min() > 0.98
+    questions = ["who wrote hamlet", "capital of france"]
+    q8, q32 = int8.encode_queries(questions), fp32.encode_queries(questions)
+    assert cosines(q8, q32).min() > 0.98
+    if arch == "taser":  # the query graph runs the Q-FFN: a passage-side graph would not reproduce the fp32 queries
+        assert not np.allclose(fp32.encode_passages([("", q) for q in questions]), q32, atol=1e-4)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    running = int8.running_model()
+    assert isinstance(running, onnx_int8.OnnxInt8Model) and running is int8.running_model()
+    assert not list(running.parameters())  # a frozen stand-in: nothing for an optimiser or .to() to touch
+    assert len(running._sessions) == 2  # one session per side, made once
+    int8.encode_passages(PASSAGES[:1])
+    assert len(running._sessions) == 2
+
+
+@ONNX
+def test_onnxruntime_refuses_what_it_cannot_do(tiny):
+    model = build_model("shared", tiny)
+    with pytest.raises(ConfigError, match="keep_fp32"):
+        int8_copy(model, keep_fp32=(FFN_OUTPUT,), engine="onnxruntime")
+    # without an engine, keeping linears in float32 takes the fastest PyTorch engine, whatever the probe's overall pick
+    kept = int8_copy(model, keep_fp32=(FFN_OUTPUT,))
+    assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in kept.modules())
+
+
+def test_the_probe_picks_among_the_engines_asked_for():
+    probe = Q.EngineProbe("m", {"x86": 0.3, "fbgemm": 0.2, "onnxruntime": 0.1})
+    assert probe.choice == "onnxruntime" and probe.fastest(Q.TORCH_ENGINES) == "fbgemm"
+    assert Q.EngineProbe("m", {"onnxruntime": 0.1}).fastest(Q.TORCH_ENGINES) == "onnxruntime"  # none measured

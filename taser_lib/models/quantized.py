@@ -20,10 +20,12 @@ for the book's verdicts. Where speed and recall trade off is a measurement, not 
 reports int8's encoding speed-up over fp32 and over `auto`, and its R@1/5/20/100 against fp32's.
 
 Which int8 kernels: PyTorch packs a quantised linear's weights for one engine (fbgemm, oneDNN, or "x86", its own
-pick between them) when the copy is made, and the packed weights run on that engine's kernels from then on. Which is
+pick between them) when the copy is made, and the packed weights run on that engine's kernels from then on. A fourth
+engine, "onnxruntime" (`models.onnx_int8`, where onnxruntime and onnx are installed), runs the model as an ONNX
+Runtime graph with fused attention and layer norms and int8 weights, one scale per output channel. Which is
 fastest depends on the CPU, so `engine=None` (the default) takes the engine a short cached probe measured fastest on
 this machine (`int8_engine_probe`: one random BERT layer at the default model's width, the median of 5 rounds that
-time every engine in turn), as `auto` precision does. The engines round differently, and speed is all the probe
+time every engine in turn), as `auto` precision does; with `keep_fp32`, its fastest PyTorch engine. The engines round differently, and speed is all the probe
 weighs. On a quiet 2-core Xeon with AMX (`taser bench --only precision`, SQuAD-open, questions at fp32) the probe
 chose oneDNN (13.8 ms against 16.9 for x86 and 17.0 for fbgemm): R@1/5/20/100 57.53/83.58/93.61/98.27 against fp32's
 58.49/84.08/93.75/98.08 in 0.59 of its time; packed for x86 the same corpus gave 58.03/84.22/93.84/98.22 in 0.78 of
@@ -49,6 +51,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
+from . import onnx_int8
 from .encoding import DenseEncoder, _weights_key
 from .precision import cached_probe, machine_key
 
@@ -58,14 +61,17 @@ FFN_OUTPUT = "output.dense"
 PRECISION = "int8"
 
 
-ENGINES = ("fbgemm", "onednn", "x86")  # PyTorch's server-CPU int8 engines (qnnpack is for mobile ARM)
+TORCH_ENGINES = ("fbgemm", "onednn", "x86")  # PyTorch's server-CPU int8 engines (qnnpack is for mobile ARM)
+ENGINES = (*TORCH_ENGINES, onnx_int8.ENGINE)  # and ONNX Runtime's (`models.onnx_int8`), where it is installed
 ENGINE_PROBE_FILE = "int8-engine-probe.json"
-ENGINE_PROBE_VERSION = 1
+ENGINE_PROBE_VERSION = 2  # 2: ONNX Runtime joined the engines
 
 
 def available_engines() -> list[str]:
-    """The int8 engines of `ENGINES` this torch build supports."""
-    return [e for e in ENGINES if e in torch.backends.quantized.supported_engines]
+    """The int8 engines of `ENGINES` this machine has: the PyTorch engines its torch build supports, and ONNX
+    Runtime's where onnxruntime and onnx are installed."""
+    torch_engines = [e for e in TORCH_ENGINES if e in torch.backends.quantized.supported_engines]
+    return torch_engines + ([onnx_int8.ENGINE] if onnx_int8.available() else [])
 
 
 def check_engine(engine: str) -> str:
@@ -76,8 +82,11 @@ def check_engine(engine: str) -> str:
 
 @contextlib.contextmanager
 def quantized_engine(engine: str) -> Iterator[None]:
-    """Within the block, PyTorch packs quantised weights for `engine`."""
+    """Within the block, PyTorch packs quantised weights for `engine` (ONNX Runtime's: nothing to set)."""
     check_engine(engine)
+    if engine not in TORCH_ENGINES:
+        yield
+        return
     before = torch.backends.quantized.engine
     torch.backends.quantized.engine = engine
     try:
@@ -96,6 +105,11 @@ class EngineProbe:
     @property
     def choice(self) -> str:
         return min(self.seconds, key=self.seconds.get)
+
+    def fastest(self, among: Sequence[str]) -> str:
+        """The fastest of the engines `among` that were measured (the overall choice when none was)."""
+        measured = {e: s for e, s in self.seconds.items() if e in among}
+        return min(measured, key=measured.get) if measured else self.choice
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "choice": self.choice}
@@ -132,15 +146,27 @@ def measure_int8_engines(*, hidden: int = 384, heads: int = 12, batch: int = 8, 
                 net(input_ids=ids)
                 times[engine].append(timer() - start)
     seconds = {engine: statistics.median(t) for engine, t in times.items()}
-    return EngineProbe(f"{machine_key()} | int8 probe {ENGINE_PROBE_VERSION}", seconds)
+    return EngineProbe(_probe_key(), seconds)
 
 
 @functools.lru_cache(maxsize=1)
 def int8_engine_probe() -> EngineProbe:
     """This machine's engine probe (`measure_int8_engines`, about a second), measured once and cached in
     `$TASER_CACHE_DIR/int8-engine-probe.json` under the machine, its threads and torch's version."""
-    return cached_probe(ENGINE_PROBE_FILE, measure_int8_engines, EngineProbe.from_dict,
-                        key=f"{machine_key()} | int8 probe {ENGINE_PROBE_VERSION}")
+    return cached_probe(ENGINE_PROBE_FILE, measure_int8_engines, EngineProbe.from_dict, key=_probe_key())
+
+
+def pick_engine(keep_fp32: Sequence[str] = ()) -> str:
+    """The engine `int8_copy` packs for when none is given: the probe's fastest, or its fastest PyTorch engine when
+    linears are to be kept in float32 (only PyTorch's engines keep some)."""
+    probe = int8_engine_probe()
+    return probe.fastest(TORCH_ENGINES) if keep_fp32 else probe.choice
+
+
+def _probe_key() -> str:
+    """The machine, its threads, torch's version and the engines there are to measure (installing onnxruntime
+    measures again)."""
+    return f"{machine_key()} | int8 probe {ENGINE_PROBE_VERSION} | {', '.join(available_engines())}"
 
 
 def _kept(name: str, keep: Sequence[str]) -> bool:
@@ -166,7 +192,10 @@ def int8_copy(model: nn.Module, keep_fp32: Sequence[str] = (), engine: str | Non
     spec = {name: per_channel_dynamic_qconfig for name in quantised_linears(clone, keep_fp32)}
     if not spec:
         raise ConfigError(f"{type(model).__name__} has no linear layer to quantise")
-    engine = engine or int8_engine_probe().choice
+    engine = engine or pick_engine(keep_fp32)
+    if engine == onnx_int8.ENGINE:
+        check_engine(engine)
+        return onnx_int8.OnnxInt8Model(model, keep_fp32)
     with warnings.catch_warnings(), quantized_engine(engine):  # torch.ao's deprecation notices (module docstring)
         warnings.simplefilter("ignore", category=UserWarning)
         warnings.simplefilter("ignore", category=DeprecationWarning)
@@ -195,7 +224,7 @@ class Int8Encoder(DenseEncoder):
     @property
     def engine(self) -> str:
         """The int8 engine the copy is packed for: the one given, else the probe's choice."""
-        return self._engine or int8_engine_probe().choice
+        return self._engine or pick_engine(self.keep_fp32)
 
     @property
     def resolved_precision(self) -> str:
@@ -217,5 +246,6 @@ def int8_encoder(encoder: DenseEncoder, keep_fp32: Sequence[str] = (), engine: s
                        passage_format=encoder.passage_format)
 
 
-__all__ = ["ENGINES", "EngineProbe", "FFN_OUTPUT", "Int8Encoder", "available_engines", "check_engine", "int8_copy", "int8_encoder",
-           "int8_engine_probe", "measure_int8_engines", "quantised_linears", "quantized_engine"]
+__all__ = ["ENGINES", "EngineProbe", "FFN_OUTPUT", "Int8Encoder", "TORCH_ENGINES", "available_engines", "check_engine",
+           "int8_copy", "int8_encoder", "int8_engine_probe", "measure_int8_engines", "pick_engine", "quantised_linears",
+           "quantized_engine"]
