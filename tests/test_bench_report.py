@@ -90,7 +90,8 @@ def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):
     main["meta"]["precision"] = {"auto": {"encode": "fp32"}, "native_bf16": False, "probe": None}
     write_result(main, bench)
     write_result(_record("search", {"squad_open": {"flat_speedup_over_numpy": _spread(1.5)}}, []), bench)
-    xeon = _record("encoding", {"speedup": _spread(4.8), "int8_speedup": _spread(2.1)}, [])
+    xeon = _record("encoding", {"speedup": _spread(4.8), "int8_speedup": _spread(2.1),
+                                "int8_engine": {"choice": "onnxruntime"}, "int8_torch_speedup": _spread(1.7)}, [])
     xeon["meta"]["device"]["name"] = "Other CPU"
     xeon["meta"]["precision"] = {"native_bf16": True, "probe": {"choice": {"encode": "bf16", "train": "fp32"}}}
     xeon["meta"]["time_utc"] = "2025-02-02T00:00:00+00:00"
@@ -112,6 +113,9 @@ def test_machines_table_reads_each_machine_from_its_own_records(tmp_path):
     assert other["encoding: ours at auto over sentence-transformers"] == "4.80x"
     assert other["encoding: our int8 (indexing) over sentence-transformers"] == "2.10x"
     assert some["encoding: our int8 (indexing) over sentence-transformers"] == "–"  # not measured there
+    assert other["encoding: the int8 engine (its probe's pick)"] == "onnxruntime"
+    torch_int8 = "encoding: int8 on PyTorch's kernels over sentence-transformers, where ONNX Runtime was picked"
+    assert other[torch_int8] == "1.70x" and some[torch_int8] == "–"
     assert other["SQuAD-open test R@20, int8 - fp32"] == "-0.25 points"
     assert other["SQuAD-open test R@1, int8 - fp32"] == "-0.90 points"
     assert some["search: faiss flat over numpy, SQuAD-open"] == "1.50x"

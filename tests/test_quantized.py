@@ -52,7 +52,7 @@ def test_int8_vectors_follow_fp32_and_the_model_is_left_alone(arch, tiny):
     tok = load_tokenizer(tiny)
     fp32 = DenseEncoder(model, tok, device="cpu", show_progress=False, precision="fp32")
     int8 = int8_encoder(fp32, engine=TORCH_ENGINE)  # the structure checked below is PyTorch's; ONNX Runtime's below
-    assert isinstance(int8, Int8Encoder) and int8.resolved_precision == "int8"
+    assert isinstance(int8, Int8Encoder) and int8.resolved_precision == f"int8-{TORCH_ENGINE}"
     a, b = fp32.encode_passages(PASSAGES), int8.encode_passages(PASSAGES)
     assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
     assert not np.array_equal(a, b)  # the quantised linears really ran
@@ -96,13 +96,13 @@ def test_cli_encode_and_index_at_int8(tiny, tmp_path, capsys):
                  "--precision", "int8", "--device", "cpu"]) == 0
     assert "at int8" in capsys.readouterr().out
     manifest = json.loads((tmp_path / "emb" / "manifest.json").read_text())
-    assert manifest["precision"] == "int8" and manifest["n_docs"] == 5
+    assert manifest["precision"] == f"int8-{Q.pick_engine()}" and manifest["n_docs"] == 5  # the engine too
     # the folder holds int8 vectors: resuming it at another precision would mix them, and is refused
     assert main(["encode", str(corpus), "--model", str(tiny), "--out", str(tmp_path / "emb"), "--shard-size", "2",
                  "--precision", "fp32", "--device", "cpu"]) != 0
     assert main(["index", str(corpus), "--retriever", "dense", "--model", str(tiny), "--out", str(tmp_path / "idx"),
                  "--precision", "int8", "--device", "cpu"]) == 0
-    assert json.loads((tmp_path / "idx" / "taser_index.json").read_text())["precision"] == "int8"
+    assert json.loads((tmp_path / "idx" / "taser_index.json").read_text())["precision"] == f"int8-{Q.pick_engine()}"
     # search encodes queries only: int8 is not one of its precisions
     with pytest.raises(SystemExit):
         main(["search", str(corpus), "--retriever", "dense", "--out", str(tmp_path / "run"), "--precision", "int8"])
@@ -169,7 +169,7 @@ def test_an_explicit_engine_packs_for_it_and_a_bad_one_is_refused(tiny):
         int8_copy(model, engine="gpu")
 
 
-# ---- the onnxruntime engine (taser_lib.models.onnx_int8) --------------------------------------------------------------
+# ---- the onnxruntime engine (taser_lib.models.onnx_int8) ------------------------------------------------------------
 
 def test_onnxruntime_is_an_engine_exactly_when_it_is_installed():
     assert (onnx_int8.ENGINE in Q.available_engines()) == onnx_int8.available()
@@ -201,6 +201,7 @@ def test_onnxruntime_int8_vectors_follow_fp32_and_the_model_is_left_alone(arch, 
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
     running = int8.running_model()
     assert isinstance(running, onnx_int8.OnnxInt8Model) and running is int8.running_model()
+    assert int8.resolved_precision == "int8-onnxruntime"
     assert not list(running.parameters())  # a frozen stand-in: nothing for an optimiser or .to() to touch
     assert len(running._sessions) == 2  # one session per side, made once
     int8.encode_passages(PASSAGES[:1])

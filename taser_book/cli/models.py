@@ -30,9 +30,10 @@ def register(subparsers) -> None:
 
 ENCODE_PRECISIONS = ("fp32", "bf16", "auto", "int8")  # int8 for encoding a corpus only (taser_lib.models.quantized)
 PRECISION_HELP = ("auto (default): bf16 where it measured faster than fp32 (CUDA; a CPU with native bf16 and a "
-                  "probe that found it faster), else fp32; int8: the linear layers dynamically quantised, CPU only, "
-                  "for indexing a large corpus (`taser bench --only precision` measures its speed and R@K); recorded "
-                  "in the manifest")
+                  "probe that found it faster), else fp32; int8: weight matrix products at int8, CPU only, for "
+                  "indexing a large corpus, on the engine a cached probe measured fastest here (PyTorch's dynamic "
+                  "quantisation, or ONNX Runtime where it is installed; `taser bench --only precision` measures its "
+                  "speed and R@K); recorded in the manifest with its engine (e.g. int8-onnxruntime)")
 
 
 def cli_encoder(model: str, precision: str, **kwargs):

@@ -25,9 +25,10 @@ engine, "onnxruntime" (`models.onnx_int8`, where onnxruntime and onnx are instal
 Runtime graph with fused attention and layer norms and int8 weights, one scale per output channel. Which is
 fastest depends on the CPU, so `engine=None` (the default) takes the engine a short cached probe measured fastest on
 this machine (`int8_engine_probe`: one random BERT layer at the default model's width, the median of 5 rounds that
-time every engine in turn), as `auto` precision does; with `keep_fp32`, its fastest PyTorch engine. The engines round differently, and speed is all the probe
-weighs. On a quiet 2-core Xeon with AMX (`taser bench --only precision`, SQuAD-open, questions at fp32) the probe
-chose oneDNN (13.8 ms against 16.9 for x86 and 17.0 for fbgemm): R@1/5/20/100 57.53/83.58/93.61/98.27 against fp32's
+time every engine in turn), as `auto` precision does; with `keep_fp32`, its fastest PyTorch engine. The engines
+round differently, and speed is all the probe weighs. On a quiet 2-core Xeon with AMX (`taser bench --only
+precision`, SQuAD-open, questions at fp32; before ONNX Runtime was an engine) the probe chose oneDNN (13.8 ms against
+16.9 for x86 and 17.0 for fbgemm): R@1/5/20/100 57.53/83.58/93.61/98.27 against fp32's
 58.49/84.08/93.75/98.08 in 0.59 of its time; packed for x86 the same corpus gave 58.03/84.22/93.84/98.22 in 0.78 of
 it. `engine="x86"` trades that speed for R@1.
 
@@ -205,7 +206,8 @@ def int8_copy(model: nn.Module, keep_fp32: Sequence[str] = (), engine: str | Non
 
 class Int8Encoder(DenseEncoder):
     """A `DenseEncoder` that encodes with `int8_copy(model)` (kept while the model's weights stay the same); its
-    `resolved_precision` is "int8", which index manifests record, so a folder is never resumed at another precision.
+    `resolved_precision` is "int8-<engine>" (e.g. "int8-x86", "int8-onnxruntime": the engines round differently),
+    which index manifests record, so a folder is never resumed at another precision or on another engine.
     Queries and passages both run quantised; a caller may encode queries with a float encoder of the same model
     (`taser search` does)."""
 
@@ -228,7 +230,7 @@ class Int8Encoder(DenseEncoder):
 
     @property
     def resolved_precision(self) -> str:
-        return PRECISION
+        return f"{PRECISION}-{self.engine}"
 
     def running_model(self) -> nn.Module:
         key = _weights_key(self.model)
