@@ -90,7 +90,7 @@ def _eager_copy(model: nn.Module) -> nn.Module:
 
 
 @contextlib.contextmanager
-def _quiet_root_logger() -> Iterator[None]:
+def _quiet_loggers() -> Iterator[None]:
     before = logging.root.manager.disable
     logging.disable(logging.WARNING)
     try:
@@ -117,9 +117,9 @@ def build_session(model: nn.Module, method: str, example: dict[str, torch.Tensor
             torch.onnx.export(wrapped, tuple(example[n] for n in names), str(exported), input_names=names,
                               output_names=["output"], opset_version=OPSET, dynamo=False,
                               dynamic_axes={**{n: {0: "batch", 1: "length"} for n in names}, "output": {0: "batch"}})
-        optimize_model(str(exported), model_type="bert", num_heads=heads, hidden_size=width,
-                       opt_level=1).save_model_to_file(str(optimised))
-        with _quiet_root_logger():  # the quantiser advises its pre-processing on the root logger, every time
+        with _quiet_loggers():  # the optimiser's fusion notes; the quantiser's advice to pre-process, every time
+            optimize_model(str(exported), model_type="bert", num_heads=heads, hidden_size=width,
+                           opt_level=1).save_model_to_file(str(optimised))
             quantize_dynamic(str(optimised), str(quantised), weight_type=QuantType.QInt8, per_channel=True,
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         options = ort.SessionOptions()

@@ -24,11 +24,12 @@ pick between them) when the copy is made, and the packed weights run on that eng
 engine, "onnxruntime" (`models.onnx_int8`, where onnxruntime and onnx are installed), runs the model as an ONNX
 Runtime graph with fused attention and layer norms and int8 weights, one scale per output channel. Which is
 fastest depends on the CPU, so `engine=None` (the default) takes the engine a short cached probe measured fastest on
-this machine (`int8_engine_probe`: one random BERT layer at the default model's width, the median of 5 rounds that
-time every engine in turn), as `auto` precision does; with `keep_fp32`, its fastest PyTorch engine. The engines
-round differently, and speed is all the probe weighs. On a quiet 2-core Xeon with AMX (`taser bench --only
-precision`, SQuAD-open, questions at fp32; before ONNX Runtime was an engine) the probe chose oneDNN (13.8 ms against
-16.9 for x86 and 17.0 for fbgemm): R@1/5/20/100 57.53/83.58/93.61/98.27 against fp32's
+this machine (`int8_engine_probe`: one random BERT layer at the default model's width on a padded batch of 32
+inputs of up to 256 tokens, the median of 5 rounds that time every engine in turn), as `auto` precision does;
+with `keep_fp32`, its fastest PyTorch engine. The engines round differently, and speed is all the probe weighs. On
+a quiet 2-core Xeon with AMX (`taser bench --only precision`, SQuAD-open, questions at fp32; before ONNX Runtime was
+an engine, with the probe's earlier, smaller batch) the probe chose oneDNN (13.8 ms against 16.9 for x86 and 17.0 for
+fbgemm): R@1/5/20/100 57.53/83.58/93.61/98.27 against fp32's
 58.49/84.08/93.75/98.08 in 0.59 of its time; packed for x86 the same corpus gave 58.03/84.22/93.84/98.22 in 0.78 of
 it. `engine="x86"` trades that speed for R@1.
 
@@ -65,7 +66,7 @@ PRECISION = "int8"
 TORCH_ENGINES = ("fbgemm", "onednn", "x86")  # PyTorch's server-CPU int8 engines (qnnpack is for mobile ARM)
 ENGINES = (*TORCH_ENGINES, onnx_int8.ENGINE)  # and ONNX Runtime's (`models.onnx_int8`), where it is installed
 ENGINE_PROBE_FILE = "int8-engine-probe.json"
-ENGINE_PROBE_VERSION = 2  # 2: ONNX Runtime joined the engines
+ENGINE_PROBE_VERSION = 3  # 2: ONNX Runtime joined the engines; 3: a padded corpus-sized batch (measure_int8_engines)
 
 
 def available_engines() -> list[str]:
@@ -123,28 +124,38 @@ class EngineProbe:
         return cls(str(data["machine"]), seconds)
 
 
-def measure_int8_engines(*, hidden: int = 384, heads: int = 12, batch: int = 8, length: int = 128, repeats: int = 5,
+def measure_int8_engines(*, hidden: int = 384, heads: int = 12, batch: int = 32, length: int = 256, repeats: int = 5,
                          timer: Callable[[], float] = time.perf_counter) -> EngineProbe:
     """Time one random BERT layer of the default model's width, its linears quantised for each available engine
-    (`int8_copy`), forward only: one warm-up each, then `repeats` rounds timing every engine in turn; the median per
-    engine."""
+    (`int8_copy`), forward only, on a batch shaped like a corpus encoding's: `batch` inputs padded to `length`
+    tokens, each with a seeded number of real tokens between half and all of them (an attention mask). One warm-up
+    each, then `repeats` rounds timing every engine in turn; the median per engine.
+
+    The shape matters: on the project's 2-core AMD EPYC (AVX2), quiet, a batch of 8 unpadded 128-token inputs (this
+    probe's shape until 2026-11-30) timed PyTorch's x86 engine at 35.7 ms, ONNX Runtime at 37.1 and oneDNN at 60.7,
+    while 32 padded inputs of up to 256 tokens timed ONNX Runtime at 250 ms, oneDNN at 293 and x86 at 340; the
+    whole model on 64 such inputs ranked them as the latter (2.81, 3.21, 3.44 s)."""
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(vocab_size=512, hidden_size=hidden, num_hidden_layers=1, num_attention_heads=heads,
+    # more words than positions: ONNX Runtime's embedding fusion takes the larger table for the word embeddings
+    config = BertConfig(vocab_size=1024, hidden_size=hidden, num_hidden_layers=1, num_attention_heads=heads,
                         intermediate_size=4 * hidden, max_position_embeddings=max(512, length))
     with torch.random.fork_rng():
         torch.manual_seed(0)
         model = BertModel(config, add_pooling_layer=False).eval()
-    ids = torch.randint(0, config.vocab_size, (batch, length), generator=torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, config.vocab_size, (batch, length), generator=generator)
+    real = torch.randint(max(1, length // 2), length + 1, (batch,), generator=generator)
+    inputs = {"input_ids": ids, "attention_mask": (torch.arange(length)[None] < real[:, None]).long()}
     nets = {engine: int8_copy(model, engine=engine) for engine in available_engines()}
     times: dict[str, list[float]] = {engine: [] for engine in nets}
     with torch.inference_mode():
         for net in nets.values():
-            net(input_ids=ids)
+            net(**inputs)
         for _ in range(repeats):  # round-robin: a change in the machine's load falls on every engine alike
             for engine, net in nets.items():
                 start = timer()
-                net(input_ids=ids)
+                net(**inputs)
                 times[engine].append(timer() - start)
     seconds = {engine: statistics.median(t) for engine, t in times.items()}
     return EngineProbe(_probe_key(), seconds)
@@ -152,7 +163,7 @@ def measure_int8_engines(*, hidden: int = 384, heads: int = 12, batch: int = 8, 
 
 @functools.lru_cache(maxsize=1)
 def int8_engine_probe() -> EngineProbe:
-    """This machine's engine probe (`measure_int8_engines`, about a second), measured once and cached in
+    """This machine's engine probe (`measure_int8_engines`, a few seconds), measured once and cached in
     `$TASER_CACHE_DIR/int8-engine-probe.json` under the machine, its threads and torch's version."""
     return cached_probe(ENGINE_PROBE_FILE, measure_int8_engines, EngineProbe.from_dict, key=_probe_key())
 
