@@ -195,19 +195,19 @@ def quantised_linears(model: nn.Module, keep_fp32: Sequence[str] = ()) -> list[s
 def int8_copy(model: nn.Module, keep_fp32: Sequence[str] = (), engine: str | None = None) -> nn.Module:
     """An eval-mode copy of `model` (left unchanged) whose linears, but those named in `keep_fp32`, are dynamically
     quantised int8 linears packed for `engine` (None: the one `int8_engine_probe` measured fastest here; module
-    docstring). CPU only."""
+    docstring); for the onnxruntime engine, an `onnx_int8.OnnxInt8Model` of it. CPU only."""
     if next(model.parameters()).device.type != "cpu":
         raise ConfigError("int8 encoding runs on the CPU only (PyTorch's dynamic quantisation has no GPU kernels)")
+    engine = engine or pick_engine(keep_fp32)
+    if engine == onnx_int8.ENGINE:  # before PyTorch's copy below: the stand-in takes its own float copy
+        check_engine(engine)
+        return onnx_int8.OnnxInt8Model(model, keep_fp32)
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
     clone = copy.deepcopy(model).float().eval()
     spec = {name: per_channel_dynamic_qconfig for name in quantised_linears(clone, keep_fp32)}
     if not spec:
         raise ConfigError(f"{type(model).__name__} has no linear layer to quantise")
-    engine = engine or pick_engine(keep_fp32)
-    if engine == onnx_int8.ENGINE:
-        check_engine(engine)
-        return onnx_int8.OnnxInt8Model(model, keep_fp32)
     with warnings.catch_warnings(), quantized_engine(engine):  # torch.ao's deprecation notices (module docstring)
         warnings.simplefilter("ignore", category=UserWarning)
         warnings.simplefilter("ignore", category=DeprecationWarning)
