@@ -222,3 +222,16 @@ def test_the_probe_picks_among_the_engines_asked_for():
     probe = Q.EngineProbe("m", {"x86": 0.3, "fbgemm": 0.2, "onnxruntime": 0.1})
     assert probe.choice == "onnxruntime" and probe.fastest(Q.TORCH_ENGINES) == "fbgemm"
     assert Q.EngineProbe("m", {"onnxruntime": 0.1}).fastest(Q.TORCH_ENGINES) == "onnxruntime"  # none measured
+
+
+@ONNX
+def test_an_onnxruntime_engine_that_fails_to_build_is_left_out_of_the_probe_with_a_warning(monkeypatch):
+    # e.g. a torch without the TorchScript exporter, or onnx and onnxruntime versions that do not match
+    def broken(*args, **kwargs):
+        raise RuntimeError("exporter gone")
+
+    monkeypatch.setattr(onnx_int8, "build_session", broken)
+    with pytest.warns(RuntimeWarning, match="onnxruntime left out of the probe"):
+        probe = Q.measure_int8_engines(hidden=32, heads=2, batch=2, length=8, repeats=1)
+    assert "onnxruntime" not in probe.seconds and set(probe.seconds) <= set(Q.TORCH_ENGINES)
+    assert probe.seconds and probe.choice in Q.TORCH_ENGINES
