@@ -213,6 +213,9 @@ def test_onnxruntime_refuses_what_it_cannot_do(tiny):
     model = build_model("shared", tiny)
     with pytest.raises(ConfigError, match="keep_fp32"):
         int8_copy(model, keep_fp32=(FFN_OUTPUT,), engine="onnxruntime")
+    tokens = load_tokenizer(tiny)(["who wrote hamlet"], return_tensors="pt")
+    with pytest.raises(ConfigError, match="returns one tensor"):  # ColBERT's token vectors are no single vector
+        onnx_int8.OnnxInt8Model(build_model("colbert", tiny)).encode_passage(**tokens)
     # without an engine, keeping linears in float32 takes the fastest PyTorch engine, whatever the probe's overall pick
     kept = int8_copy(model, keep_fp32=(FFN_OUTPUT,))
     assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in kept.modules())
