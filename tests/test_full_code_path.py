@@ -29,7 +29,7 @@ from transformers import BertConfig, BertModel
 
 from taser_lib.data.squad_open import build_squad_open
 from taser_lib.models import default_checkpoint
-from taser_book.profiles import load_profiles
+from taser_book.profiles import load_pages, load_profiles
 from taser_book.runner import find_notebooks, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +93,10 @@ def test_full_code_path_runs_on_a_tiny_bert(notebook, tiny_full, shared_data, tm
     full = profiles["full"]
     overrides = {**shrunk(tiny_full), **PER_NOTEBOOK.get(notebook.stem, {})}
     # only what the profile itself sets, so the notebook's full-only parameters keep their full values
-    overrides = {k: v for k, v in overrides.items() if k in full or k in full["notebooks"].get(notebook.stem, {})}
+    # of the page's settings (pages.yaml): an override naming a setting the page does not have is an error
+    settings = set(load_pages()[notebook.stem].names)
+    overrides = {k: v for k, v in overrides.items()
+                 if k in settings and (k in full or k in full["notebooks"].get(notebook.stem, {}))}
     monkeypatch.setenv("TASER_RUNS_DIR", str(tiny_full["root"] / "runs"))
     monkeypatch.setenv("TASER_DATA_MIRROR", str(shared_data))
     monkeypatch.setenv("TASER_DATA_DIR", str(tiny_full["root"] / "data"))
