@@ -32,8 +32,8 @@ from pathlib import Path
 
 from taser_lib.errors import ConfigError, TaserError
 from taser_lib.meta import machine_description, run_metadata
-from .run_ledger import Leg, run_cache_id, runs_cache_is_empty
-from .results import load_result, save_result  # noqa: F401 (re-exported: notebooks import them from here)
+from .run_ledger import Leg, clean_run, read_legs, run_cache_id, runs_cache_is_empty
+from .results import load_result, read_meta, save_result  # noqa: F401 (re-exported: notebooks import them from here)
 from .book import build_book
 from .profiles import load_profiles
 from .runner import (NotebookRun, _dirty_files, _embeddings_kept, _force_retrain, _jax_on_the_cpu, _kernel_runs_root,
@@ -46,6 +46,64 @@ def planned_notebooks(profile: str, only: list[str] | None = None, *, root: str 
     """The stems `reproduce` would take in turn at `profile`: the profile's `run_first` first, then the rest by name
     (`taser reproduce --list`: one task of a job array per line)."""
     return [p.stem for p in _in_run_order(load_profiles(profiles_file), profile, Path(root).resolve(), only)]
+
+
+def plan(profile: str, only: list[str] | None = None, *, root: str | os.PathLike = ".",
+         results_root: str | os.PathLike | None = None, profiles_file: str | os.PathLike | None = None,
+         force: bool = False) -> list[dict]:
+    """What `reproduce` would do at `profile`, in run order, before it does it: for each notebook whether it runs and
+    why (`result_status`: missing, or which file made it stale), and the minutes its last published result took at
+    this profile (`meta.json`: every leg of it, often from a run cache that held its runs) and in the profile's last
+    run from an empty run cache (`run_ledger.clean_run`); None where there is no such record."""
+    root = Path(root).resolve()
+    results_root = Path(results_root) if results_root is not None else root / "results"
+    profiles = load_profiles(profiles_file)
+    paths = _in_run_order(profiles, profile, root, only)
+    try:
+        clean = clean_run(read_legs(results_root / profile), [p.stem for p in find_notebooks(root)]) or {}
+    except TaserError:
+        clean = {}
+    from_empty = clean.get("notebook_seconds") or {}
+    rows = []
+    for path in paths:
+        reason = "--force" if force else result_status(path, profile, results_root, profiles=profiles)
+        try:
+            meta = read_meta(results_root / profile / path.stem) or {}
+        except TaserError:
+            meta = {}
+        seconds = meta.get("wall_seconds_all_legs", meta.get("wall_seconds"))
+        empty = from_empty.get(path.stem)
+        rows.append({"notebook": path.stem, "runs": reason is not None, "why": reason or "up to date",
+                     "minutes": round(seconds / 60, 1) if isinstance(seconds, (int, float)) else None,
+                     "minutes_from_empty_cache": round(float(empty) / 60, 1) if empty else None})
+    return rows
+
+
+def plan_text(rows: list[dict], profile: str) -> str:
+    """The plan as a reader wants it before hours of training: the pages that run, why, their minutes, the totals."""
+    todo = [r for r in rows if r["runs"]]
+    if not todo:
+        return f"profile '{profile}': all {len(rows)} notebooks are up to date; nothing to run"
+    width = max(len(r["notebook"]) for r in todo)
+
+    def minutes(value):
+        return f"{value:8.1f}" if value is not None else "       ?"
+
+    lines = [f"profile '{profile}': {len(todo)} of {len(rows)} notebooks to run (the others are up to date)",
+             f"  {'notebook':<{width}}  {'last run':>8}  {'from an empty run cache':>8}  why",
+             f"  {'':<{width}}  {'(min)':>8}  {'(min, the last clean run)':>8}"]
+    for r in todo:
+        lines.append(f"  {r['notebook']:<{width}}  {minutes(r['minutes'])}  {minutes(r['minutes_from_empty_cache']):>25}"
+                     f"  {r['why']}")
+    for key, what in (("minutes", "as their last published runs took (a run cache that holds their runs)"),
+                      ("minutes_from_empty_cache", "from an empty run cache, as in the profile's last clean run")):
+        known = [r[key] for r in todo if r[key] is not None]
+        missing = len(todo) - len(known)
+        lines.append(f"total: about {sum(known):.0f} minutes {what}"
+                     + (f"; {missing} without an estimate" if missing else ""))
+    lines.append("(minutes of one lane each: with --jobs 2, two run side by side; a page that reads another page's "
+                 "trained runs takes longer when those are not in the run cache yet)")
+    return "\n".join(lines)
 
 
 def _in_run_order(profiles: dict, profile: str, root: Path, only: list[str] | None) -> list[Path]:
@@ -87,6 +145,9 @@ def reproduce(profile: str, only: list[str] | None = None, jobs: int = 1, *, roo
         print(f"note: profile '{profile}' lists in run_first notebooks that do not exist: {', '.join(stray)}")
     if not notebooks:
         print(f"no notebooks in {root / 'notebooks'}")
+    else:
+        print(plan_text(plan(profile, only, root=root, results_root=results_root, profiles_file=profiles_file,
+                             force=force), profile), flush=True)
 
     def one(i_path: tuple[int, Path]) -> NotebookRun:
         i, path = i_path

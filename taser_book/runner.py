@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -28,13 +27,13 @@ from taser_lib.io import atomic_path, atomic_write_json
 from taser_lib.meta import machine_description, run_metadata
 from taser_lib.progress import PROGRESS_ENV
 from .run_ledger import Ticker, run_cache_id
-from .scorecard import JUDGING_FILES
+from .scorecard import JUDGING_FILES, stale_beside_preserved_notebook
 from .results import EXECUTED_NAME, META_NAME, notebook_sha256, read_meta
-from .preserving import PRESERVING_CHANGES, preserved_digests, preserved_files, read_preserving_changes
+from .preserving import preserved_files
 from .executed import load_missing_value_notes, tidy_executed
 from .profiles import RUNNER_PARAMETERS, Profile, load_pages, load_profiles, page_settings, profile_parameters
 from .results import stale_reason as _recorded_stale_reason
-from .results import _PACKAGES, _file_sha256, _package_root, library_path
+from .results import _PACKAGES, _file_sha256, _package_root
 KERNEL = "python3"
 FORCE_ENV = "TASER_FORCE_RETRAIN"  # a forced run's start time (Unix): the run cache retrains runs finished before
 
@@ -110,24 +109,6 @@ def _recorded_defaults(path: Path) -> dict[str, Any]:
     return {**{k: profile_defaults[k] for k in spec.uses if k in profile_defaults}, **spec.own}
 
 
-def _notebook_preserved(result_folder: Path, repo_root: Path) -> dict[str, Any] | None:
-    """The result's meta.json with its notebook's digest moved to the notebook's digest now, when the notebook
-    changed since the result was made only by changes declared result-preserving (`preserving`: notebooks/<page>.ipynb
-    entries, digests by `results.notebook_sha256`); else None."""
-    meta = read_meta(result_folder) or {}
-    source = meta.get("notebook_source") or {}
-    rel, digest = source.get("path"), source.get("sha256")
-    if not rel or not digest or Path(rel).is_absolute() or not (repo_root / rel).is_file():
-        return None
-    now = notebook_sha256(repo_root / rel)
-    if now == digest:
-        return None
-    changes = read_preserving_changes(library_path(PRESERVING_CHANGES, repo_root))
-    if now not in preserved_digests(rel, digest, changes):
-        return None
-    return {**meta, "notebook_source": {**source, "sha256": now}}
-
-
 def page_stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> str | None:
     """Why a page's published result must be made again (None when it is up to date): its notebook or a library file
     it loaded changed (`results.stale_reason`). The claims loader and the scorecard do not count: the book judges every
@@ -136,12 +117,7 @@ def page_stale_reason(result_folder: str | os.PathLike, repo_root: str | os.Path
     file or of the notebook itself."""
     preserved = preserved_files(result_folder, repo_root)
     ignore = lambda f: f in JUDGING_FILES or preserved(f)  # noqa: E731
-    moved = _notebook_preserved(Path(result_folder), Path(repo_root))
-    if moved is None:
-        return _recorded_stale_reason(result_folder, repo_root, ignore=ignore)
-    with tempfile.TemporaryDirectory() as tmp:  # the same check, on the record as if made from the notebook now
-        atomic_write_json(Path(tmp) / META_NAME, moved)
-        return _recorded_stale_reason(tmp, repo_root, ignore=ignore)
+    return stale_beside_preserved_notebook(result_folder, repo_root, ignore)
 
 
 def result_status(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,

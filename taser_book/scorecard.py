@@ -38,9 +38,10 @@ import math
 import multiprocessing
 import json
 import os
+import tempfile
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -53,10 +54,10 @@ import pandas as pd
 from .claims import (Claim, Comparison, claims_dir, evaluate, find_root, load_claims, load_claims_file, load_papers,
                      load_preconditions, names_in, parse_comparison)
 from taser_lib.errors import ConfigError, TaserError
-from taser_lib.io import atomic_write_text
+from taser_lib.io import atomic_write_json, atomic_write_text
 from taser_lib.meta import run_metadata
-from .results import META_NAME, PROFILE_ORDER, load_result, read_meta, save_result
-from .preserving import preserved_files
+from .results import META_NAME, PROFILE_ORDER, library_path, load_result, notebook_sha256, read_meta, save_result
+from .preserving import PRESERVING_CHANGES, preserved_digests, preserved_files, read_preserving_changes
 from .results import stale_reason as _recorded_stale_reason
 
 PLANNED, NOT_RUN, HOLDS, FAILS, WITHIN_NOISE, ERROR = "planned", "not run", "holds", "fails", "within noise", "error"
@@ -124,8 +125,41 @@ def stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike 
     """None when the result is up to date with the checkout at `repo_root`, else why (see `results.stale_reason`);
     a changed file of JUDGING_FILES or DRAWING_FILES does not count, nor a change declared result-preserving."""
     preserved = preserved_files(result_folder, repo_root)
-    return _recorded_stale_reason(result_folder, repo_root,
-                                  ignore=lambda f: f in JUDGING_FILES or f.startswith(DRAWING_FILES) or preserved(f))
+    return stale_beside_preserved_notebook(
+        result_folder, repo_root, lambda f: f in JUDGING_FILES or f.startswith(DRAWING_FILES) or preserved(f))
+
+
+def stale_beside_preserved_notebook(result_folder: str | os.PathLike, repo_root: str | os.PathLike,
+                                    ignore: Callable[[str], bool]) -> str | None:
+    """`results.stale_reason(result_folder, repo_root, ignore)`, where a notebook that changed since the result was
+    made only by changes declared result-preserving (`preserving`: notebooks/<page>.ipynb entries, digests by
+    `results.notebook_sha256`) counts as the notebook that made it."""
+    moved = _notebook_preserved(Path(result_folder), Path(repo_root))
+    if moved is None:
+        return _recorded_stale_reason(result_folder, repo_root, ignore=ignore)
+    with tempfile.TemporaryDirectory() as tmp:  # the same check, on the record as if made from the notebook now
+        atomic_write_json(Path(tmp) / META_NAME, moved)
+        return _recorded_stale_reason(tmp, repo_root, ignore=ignore)
+
+
+def _notebook_preserved(result_folder: Path, repo_root: Path) -> dict[str, Any] | None:
+    """The result's meta.json with its notebook's digest moved to the notebook's digest now, when the notebook
+    changed since the result was made only by changes declared result-preserving (`preserving`: notebooks/<page>.ipynb
+    entries, digests by `results.notebook_sha256`); else None."""
+    meta = read_meta(result_folder) or {}
+    source = meta.get("notebook_source") or {}
+    rel, digest = source.get("path"), source.get("sha256")
+    if not rel or not digest or Path(rel).is_absolute() or not (repo_root / rel).is_file():
+        return None
+    now = notebook_sha256(repo_root / rel)
+    if now == digest:
+        return None
+    changes = read_preserving_changes(library_path(PRESERVING_CHANGES, repo_root))
+    if now not in preserved_digests(rel, digest, changes):
+        return None
+    return {**meta, "notebook_source": {**source, "sha256": now}}
+
+
 
 
 # ----------------------------------------------------------------------------------------------- tables
@@ -883,8 +917,6 @@ def publish(results_dir: str | os.PathLike | None, notebook: str, tables: Mappin
         own = {**({**resolved, **(parameters or {})} if i == 0 else {}), **(table_parameters or {}).get(name, {})}
         save_result(results_dir, name, table, parameters=own or None)
     if results_dir is not None and resolved:
-        from taser_lib.io import atomic_write_json
-
         meta = read_meta(results_dir) or {}
         meta["settings"] = json.loads(json.dumps(resolved, default=str))
         atomic_write_json(Path(results_dir) / META_NAME, meta)

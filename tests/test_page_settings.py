@@ -20,6 +20,7 @@ import pytest
 
 from taser_book.profiles import (PAGES_FILE, Profile, load_pages, load_profile, load_profiles, page_settings)
 from taser_book.runner import _injected, notebook_parameters, result_status
+from taser_book.scorecard import stale_reason as scorecard_stale_reason
 from taser_lib.errors import ConfigError, FormatError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -177,6 +178,8 @@ def test_every_page_runs_its_old_code_with_the_settings_it_recorded(path):
         assert {k: v for k, v in now.items() if k in recorded} == recorded
         status = result_status(path, "cpu", REPO / "results")
         assert status is None or "parameters changed" not in status
+        if status is None:  # the scorecard, which judges the premises pages share, sees it current too
+            assert scorecard_stale_reason(meta_path.parent, REPO) is None
 
 
 def test_papermill_runs_a_page_at_the_profile_it_is_given_and_records_it(tmp_path):

@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     r.add_argument("--list", action="store_true",
                    help="print the notebooks it would run, one per line in run order (the profile's run_first "
                         "first), and run nothing: the tasks of a job array (book/reproduce.md, 'A Slurm job array')")
+    r.add_argument("--dry-run", action="store_true",
+                   help="print what it would run (each notebook that is missing or stale, why, and the minutes its "
+                        "last published run took) and the total, and run nothing")
     r.add_argument("--force", action="store_true",
                    help="run notebooks whose results are up to date too, and retrain cached training runs "
                         "(sets TASER_FORCE_RETRAIN for the notebooks)")
@@ -49,8 +52,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from ..reproduce import planned_notebooks, reproduce
+    from ..reproduce import plan, plan_text, planned_notebooks, reproduce
 
+    if args.dry_run:
+        print(plan_text(plan(args.profile, args.only, root=args.root, results_root=args.results,
+                             profiles_file=args.profiles, force=args.force), args.profile))
+        return 0
     if args.list:
         print("\n".join(planned_notebooks(args.profile, args.only, root=args.root, profiles_file=args.profiles)))
         return 0
