@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -351,6 +351,17 @@ def page_settings(page: str, profile: str | Profile = "smoke", overrides: Mappin
         values.update(given)
     cls = _settings_class(page, spec.names)
     return cls(page=page, profile=prof.name, **values)
+
+
+def page_defaults(page: str, pages: Mapping[str, PageSpec] | None = None) -> dict[str, Any]:
+    """Page `page`'s settings where no profile sets them: its own defaults and those of the Profile fields it reads
+    that have one ({} for a notebook without an entry in pages.yaml)."""
+    spec = (pages if pages is not None else load_pages()).get(page)
+    if spec is None:
+        return {}
+    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory() for f in fields(Profile)
+                if f.default is not MISSING or f.default_factory is not MISSING}
+    return {**{k: defaults[k] for k in spec.uses if k in defaults}, **spec.own}
 
 
 _SETTINGS_CLASSES: dict[tuple[str, tuple[str, ...]], type] = {}

@@ -31,8 +31,7 @@ from .scorecard import JUDGING_FILES, stale_beside_preserved_notebook
 from .results import EXECUTED_NAME, META_NAME, notebook_sha256, read_meta
 from .preserving import preserved_files
 from .executed import load_missing_value_notes, tidy_executed
-from .profiles import RUNNER_PARAMETERS, Profile, load_pages, load_profiles, page_settings, profile_parameters
-from .results import stale_reason as _recorded_stale_reason
+from .profiles import RUNNER_PARAMETERS, load_profiles, page_defaults, page_settings, profile_parameters
 from .results import _PACKAGES, _file_sha256, _package_root
 KERNEL = "python3"
 FORCE_ENV = "TASER_FORCE_RETRAIN"  # a forced run's start time (Unix): the run cache retrains runs finished before
@@ -95,20 +94,6 @@ def _injected(path: Path, profile: str, params: Mapping[str, Any], overrides: Ma
     return dict(params)
 
 
-def _recorded_defaults(path: Path) -> dict[str, Any]:
-    """A page's settings at their defaults (its own and the Profile fields' that have one): what a result recorded
-    before pages recorded every setting ran with where its parameters do not name the setting."""
-    from dataclasses import MISSING, fields as dataclass_fields
-
-    spec = load_pages().get(path.stem)
-    if spec is None:
-        return {}
-    profile_defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()
-                        for f in dataclass_fields(Profile)
-                        if f.default is not MISSING or f.default_factory is not MISSING}
-    return {**{k: profile_defaults[k] for k in spec.uses if k in profile_defaults}, **spec.own}
-
-
 def page_stale_reason(result_folder: str | os.PathLike, repo_root: str | os.PathLike = ".") -> str | None:
     """Why a page's published result must be made again (None when it is up to date): its notebook or a library file
     it loaded changed (`results.stale_reason`). The claims loader and the scorecard do not count: the book judges every
@@ -137,7 +122,8 @@ def result_status(path: str | os.PathLike, profile: str, results_root: str | os.
     if reason:
         return reason
     wanted = json.loads(json.dumps(notebook_parameters(path, profile, overrides, profiles), default=str))
-    recorded = {**json.loads(json.dumps(_recorded_defaults(path), default=str)), **(meta.get("parameters") or {})}
+    # a result recorded before pages recorded every setting ran with its page's defaults where it names none
+    recorded = {**json.loads(json.dumps(page_defaults(path.stem), default=str)), **(meta.get("parameters") or {})}
     changed = sorted(k for k in set(wanted) | set(recorded) if wanted.get(k) != recorded.get(k))
     if changed:
         return f"parameters changed since the result was made: {', '.join(changed)}"
@@ -443,8 +429,8 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
     TASER_FORCE_RETRAIN for the kernel (see `_force_retrain`). Raises ConfigError when the notebook cannot be
     parameterised (see `notebook_parameters`); an execution error is returned as a failed run. A page gets only
     `profile`, `overrides` and `results_dir`, and resolves its settings in its kernel: `profiles_file` (the extra
-    profiles `profiles` was loaded with) reaches the kernel as $TASER_PROFILES, and a page whose kernel resolved other
-    settings than `profiles` gives fails.
+    profiles `profiles` was loaded with) reaches the kernel as $TASER_PROFILES, and a page whose kernel resolved
+    other settings than `profiles` gives is a failed run.
     """
     import papermill
 

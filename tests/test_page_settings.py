@@ -18,7 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from taser_book.profiles import (PAGES_FILE, Profile, load_pages, load_profile, load_profiles, page_settings)
+from taser_book.profiles import (PAGES_FILE, Profile, load_pages, load_profile, load_profiles, page_defaults,
+                                 page_settings)
 from taser_book.runner import _injected, notebook_parameters, result_status
 from taser_book.scorecard import stale_reason as scorecard_stale_reason
 from taser_lib.errors import ConfigError, FormatError
@@ -77,6 +78,11 @@ def test_settings_are_frozen_and_overrides_are_checked():
         page_settings("nonesuch", "cpu")
     with pytest.raises(ConfigError, match="results_dir cannot be overridden"):
         page_settings("de_margins", "cpu", {"results_dir": "x"})
+    # where no profile sets a setting: the page's own default, or the Profile field's (none for `model`)
+    defaults = page_defaults("baselines")
+    assert defaults == {"precision": "fp32", "qa_datasets": ["squad-open"], "ood_datasets": ["scifact", "cranfield"],
+                        "qa_corpus": None, "stream_corpus": None}
+    assert page_defaults("nonesuch") == {}
 
 
 def test_a_profile_is_a_typed_object_and_names_a_field_it_does_not_know(tmp_path):
