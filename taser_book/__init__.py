@@ -2,11 +2,11 @@
 
 `taser_lib` is the reusable core (models and routing, losses, data, retrieval, evaluation, training) and imports
 nothing from here. This package runs the book: profiles and run recipes, the run cache, capacity and student sizing,
-result files and their provenance, the papers' tables and claims, the scorecard, the figures, the notebook runner,
+result files and their provenance, the papers' analyses, tables and claims, the scorecard, the figures, the notebook runner,
 the book's build, `taser reproduce`, the benchmarks and the `taser` command line.
 
 Layers (each imports only from its own, those before it, and taser_lib; tests/test_layers.py checks it):
-results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> runner -> book -> reproduce, bench -> cli
+analyses -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> runner -> book -> reproduce, bench -> cli
 """
 
 from taser_lib import __version__

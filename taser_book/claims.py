@@ -25,7 +25,7 @@ file, the line and the field):
         noise:                     # optional: how to tell a real difference from noise
           key: query_id            # the column pairing the two sides: the query id (per-query values), `seed`,
                                    # or `replicate` (bootstrap replicates)
-          test: non-inferiority    # the test the claim's words call for (taser_lib.evaluation.hypothesis):
+          test: non-inferiority    # the test the claim's words call for (taser_book.analyses.hypothesis):
                                    #   randomisation / t-test: paired, two-sided ("A beats B");
                                    #   equivalence: two one-sided tests within `margin` ("within m"; compare
                                    #     'a == b');

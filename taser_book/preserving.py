@@ -11,6 +11,7 @@ change is one entry of `taser_book/result_preserving_changes.yaml` (data, not co
       shown_by: the test that compares the two
       requires: {taser_lib/evaluation/permutation.py: <sha256>}   # optional: files the new version loads
       code_sha256: <code_sha256 of the file at `from`>             # optional: a change of docstrings or comments
+      moved_to: <the file's path now>                              # optional: the file moved; `to` is its digest there
 
 An entry with `code_sha256` declares that only docstrings and comments changed: `code_sha256(source)` hashes the
 file's syntax tree without its docstrings (comments are never in it), and `tests/test_preserving.py` checks that the
@@ -19,6 +20,10 @@ file at `to` has the hash recorded from the file at `from`.
 A result recorded with `from` counts as current while the file is at `to`, or at any version reached from `to` by
 further entries, and while every file in `requires` (which the page never recorded: the new version brought it in) is
 still at its digest, or reached from it the same way. A change without an entry stales its pages as before.
+
+An entry with `moved_to` declares that the file left `file`: its version `from` lives on at `moved_to`, at `to` (its
+own imports rewritten for its new package). A result that recorded the old path at `from` counts as current while the
+file at `moved_to` is at `to`, or at a version reached from it by further entries of `moved_to`.
 """
 
 from __future__ import annotations
@@ -34,19 +39,29 @@ from .results import _file_sha256, library_path, read_meta
 
 PRESERVING_CHANGES = "taser_book/result_preserving_changes.yaml"
 FIELDS = ("file", "from", "to", "why", "shown_by")
-OPTIONAL = ("requires", "code_sha256")
+OPTIONAL = ("requires", "code_sha256", "moved_to")
 Changes = dict[tuple[str, str], dict[str, dict[str, str]]]  # {(file, from): {to: requires}}
-_cache: dict[tuple[str, int, int], Changes] = {}
+Moves = dict[tuple[str, str], dict[tuple[str, str], dict[str, str]]]  # {(file, from): {(moved_to, to): requires}}
+_cache: dict[tuple[str, int, int], tuple[Changes, Moves]] = {}
 
 
 def read_preserving_changes(path: str | os.PathLike) -> Changes:
-    """{(file, from digest): {to digest: {required file: digest}}} of the entries in `path`; an absent file declares
-    none."""
+    """{(file, from digest): {to digest: {required file: digest}}} of the entries in `path` that keep their file where
+    it was; an absent file declares none."""
+    return _read(Path(path))[0]
+
+
+def read_moves(path: str | os.PathLike) -> Moves:
+    """{(file, from digest): {(moved_to, to digest): {required file: digest}}} of the entries in `path` that moved
+    their file (`moved_to`); an absent file declares none."""
+    return _read(Path(path))[1]
+
+
+def _read(path: Path) -> tuple[Changes, Moves]:
     import yaml
 
-    path = Path(path)
     if not path.is_file():
-        return {}
+        return {}, {}
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _cache:
@@ -59,6 +74,7 @@ def read_preserving_changes(path: str | os.PathLike) -> Changes:
         if not isinstance(entries, list):
             raise FormatError(path, 1, None, f"expected a list of changes, got {type(entries).__name__}")
         table: Changes = {}
+        moves: Moves = {}
         for i, (entry, node) in enumerate(zip(entries, document.value), 1):
             line = node.start_mark.line + 1
             if not isinstance(entry, dict):
@@ -72,9 +88,15 @@ def read_preserving_changes(path: str | os.PathLike) -> Changes:
             requires = entry.get("requires") or {}
             if not isinstance(requires, dict):
                 raise FormatError(path, line, "requires", f"change {i}: must map files to their sha256")
-            table.setdefault((str(entry["file"]), str(entry["from"])), {})[str(entry["to"])] = {
-                str(k): str(v) for k, v in requires.items()}
-        _cache[key] = table
+            requires = {str(k): str(v) for k, v in requires.items()}
+            before = (str(entry["file"]), str(entry["from"]))
+            if entry.get("moved_to"):
+                if str(entry["moved_to"]) == before[0]:
+                    raise FormatError(path, line, "moved_to", f"change {i}: names the file it moves from")
+                moves.setdefault(before, {})[(str(entry["moved_to"]), str(entry["to"]))] = requires
+            else:
+                table.setdefault(before, {})[str(entry["to"])] = requires
+        _cache[key] = table, moves
     return _cache[key]
 
 
@@ -109,15 +131,23 @@ def preserved_files(result_folder: str | os.PathLike, repo_root: str | os.PathLi
     since only by declared result-preserving changes."""
     meta = read_meta(Path(result_folder)) or {}
     recorded = meta.get("library_files") or {}
-    changes = read_preserving_changes(library_path(PRESERVING_CHANGES, repo_root))
+    changes, moves = _read(library_path(PRESERVING_CHANGES, repo_root))
 
-    def current(rel_file: str, digest: str) -> dict[str, str] | None:
-        """What the file's version now requires, when that version is `digest` or reached from it; else None."""
+    def current(rel_file: str, digest: str, seen: frozenset[str] = frozenset()) -> dict[str, str] | None:
+        """What the file's version now requires, when that version is `digest` or reached from it (at its path, or
+        where a declared move took it); else None."""
         path = library_path(rel_file, repo_root)
-        return preserved_digests(rel_file, digest, changes).get(_file_sha256(path)) if path.is_file() else None
+        versions = preserved_digests(rel_file, digest, changes)
+        if path.is_file():
+            return versions.get(_file_sha256(path))
+        for version, requires in versions.items():
+            for (moved_to, after), more in moves.get((rel_file, version), {}).items():
+                if moved_to not in seen and (now := current(moved_to, after, seen | {rel_file})) is not None:
+                    return {**requires, **more, **now}
+        return None
 
     def preserved(rel_file: str) -> bool:
-        if not changes or rel_file not in recorded:
+        if not (changes or moves) or rel_file not in recorded:
             return False
         requires = current(rel_file, recorded[rel_file])
         return requires is not None and all(current(f, d) is not None for f, d in requires.items())

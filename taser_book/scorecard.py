@@ -114,10 +114,11 @@ class Verdict:
 # The claims files' loader and this module read result tables and never write them, and the book judges every result
 # again when it is built (`book.build_book` puts a freshly judged verdict box on each page and remakes the output
 # of its `notebook_claims(...)` cell). So a change to them makes no result stale, and a better test of a claim needs
-# no rerun of the notebooks. The figure functions draw from the tables and write none, so a change to them leaves
+# no rerun of the notebooks. `preserving` only says which recorded files still count, never what a page computes.
+# The figure functions draw from the tables and write none, so a change to them leaves
 # every verdict as it was (the runner still reruns the notebook, to redraw its figures). Every other library file a
 # notebook loaded still counts.
-JUDGING_FILES = frozenset({"taser_book/claims.py", "taser_book/scorecard.py"})
+JUDGING_FILES = frozenset({"taser_book/claims.py", "taser_book/scorecard.py", "taser_book/preserving.py"})
 DRAWING_FILES = "taser_book/plots/"
 
 
@@ -379,7 +380,7 @@ def _seed_count(claim: Claim, tables: _Tables, group: str | None, name: str, q: 
 def _seed_p(d: np.ndarray, seed: _SeedNoise, comparison: Comparison, *, greater_than: float | None = None,
             less_than: float | None = None, two_sided: bool = False) -> float:
     """The p-value of the same hypothesis when the mean difference also carries the training-seed noise."""
-    from taser_lib.evaluation.hypothesis import with_seed_noise
+    from taser_book.analyses.hypothesis import with_seed_noise
 
     variance = seed.variance(comparison)
     if two_sided:
@@ -412,7 +413,7 @@ def _superiority(comparison: Comparison, d: np.ndarray, p: float, alpha: float, 
 def _noise_tests(claim: Claim, tables: _Tables, group: str | None, point: Mapping[str, float]) -> list[_Compared]:
     """Each compared pair of the claim's noise section, tested as its `test` says; the direction always comes from
     the values the test itself uses (the per-key means, or the point estimate for a bootstrap)."""
-    from taser_lib.evaluation import hypothesis
+    from taser_book.analyses import hypothesis
     from taser_lib.evaluation.significance import paired_t_test, randomisation_test
 
     noise = claim.noise
@@ -586,7 +587,7 @@ def _value(claim: Claim, name: str, rows: pd.DataFrame, column: str, group: str 
 def _reproduction(claim: Claim, compared: list[_Compared], values: Mapping[str, float],
                   group: str | None) -> tuple[float, float] | None:
     """ER and delta RI of the first compared pair whose sides the paper's numbers give (None: none does)."""
-    from taser_lib.evaluation.reproducibility import reproduction
+    from taser_book.analyses.reproducibility import reproduction
 
     paper = claim.paper_values_for(group)
     if not paper:
@@ -612,7 +613,7 @@ def _reproduction(claim: Claim, compared: list[_Compared], values: Mapping[str, 
 
 def _point_reproduction(claim: Claim, values: Mapping[str, float], group: str | None) -> tuple[float, float] | None:
     """ER and delta RI from the claim's own numbers, for a claim whose test is one comparison of two sides."""
-    from taser_lib.evaluation.reproducibility import reproduction
+    from taser_book.analyses.reproducibility import reproduction
 
     paper = claim.paper_values_for(group)
     if not paper:

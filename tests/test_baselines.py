@@ -7,7 +7,7 @@ import pytest
 from taser_lib.data.registry import load_dataset
 from taser_lib.data.slicing import slice_dataset
 from taser_lib.data.types import Dataset, Document, Query
-from taser_lib.evaluation.baselines import (first_stage_runs, is_qa, query_length, score_run, score_runs,
+from taser_book.analyses.baselines import (first_stage_runs, is_qa, query_length, score_run, score_runs,
                                             score_runs_per_query, truncated_queries)
 
 

@@ -11,7 +11,7 @@ from training_helpers import SMALL_VOCAB_BERT, save_small_vocab_bert
 
 from taser_lib.errors import ConfigError
 from taser_lib.models import CrossEncoderModel, DPRModel, TaserModel, build_model, check_overrides, load_model
-from taser_lib.models.export import architecture
+from taser_lib.export import architecture
 from taser_lib.training.config import ModelConfig
 
 TINY = dict(SMALL_VOCAB_BERT, num_hidden_layers=4)

@@ -14,8 +14,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from taser_lib.evaluation import (dims_to_match, distillation_entropy_gap, per_query_statistics,  # noqa: E402
-                                  prop3_gradients, prop3_pairs, score_summary, svd_embeddings, truncation_curve)
+from taser_book.analyses.propositions import (dims_to_match, distillation_entropy_gap, prop3_gradients,  # noqa: E402
+                                              prop3_pairs, svd_embeddings, truncation_curve)
+from taser_book.analyses.scores import per_query_statistics, score_summary  # noqa: E402
 from taser_lib.losses import kl_distill, softmax_ce_distill  # noqa: E402
 from taser_book.plots import plot_prop3_gradients, plot_truncation_curve  # noqa: E402
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from taser_lib.evaluation.diffuseness import bootstrap_statistics, per_query_spread, spread_statistics
+from taser_book.analyses.diffuseness import bootstrap_statistics, per_query_spread, spread_statistics
 
 
 def frame(model: str, scores: dict[str, tuple[float, list[float]]], **extra) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Where two re-rankers disagree (taser_lib.evaluation.disagreement): DE Table 3's pairs, Appendix C.11's queries
+"""Where two re-rankers disagree (taser_book.analyses.disagreement): DE Table 3's pairs, Appendix C.11's queries
 and Tables 10-11's top-k lists side by side."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from taser_lib.data.types import Document, Query
-from taser_lib.evaluation.disagreement import (RELEVANT_MARK, agreement_counts, disagreeing_queries, disagreements,
+from taser_book.analyses.disagreement import (RELEVANT_MARK, agreement_counts, disagreeing_queries, disagreements,
                                                normalised_scores, top_k_side_by_side, with_text)
-from taser_lib.evaluation.scores import score_frames
+from taser_book.analyses.scores import score_frames
 from taser_lib.training.reranking import RerankingSet
 
 
@@ -97,7 +97,7 @@ def test_top_k_side_by_side_lists_each_models_ranking_and_marks_positives():
 
 
 def test_token_overlap_counts_the_querys_content_words_found_in_the_passage():
-    from taser_lib.evaluation.disagreement import token_overlap, tokens
+    from taser_book.analyses.disagreement import token_overlap, tokens
     assert tokens("What is the Capital of France?") == {"capital", "france"}
     assert token_overlap("capital of France", Document("d", "Paris is the capital.", title="France")) == 1.0
     assert token_overlap("capital of Spain", "the capital of France") == 0.5
@@ -105,7 +105,7 @@ def test_token_overlap_counts_the_querys_content_words_found_in_the_passage():
 
 
 def test_disagreement_summary_reports_share_of_negatives_and_overlaps():
-    from taser_lib.evaluation.disagreement import SUMMARY_STATISTICS, disagreement_summary
+    from taser_book.analyses.disagreement import SUMMARY_STATISTICS, disagreement_summary
     rset, ca, de, frame = frames()
     pairs = disagreements(frame, low="CA", high="DE", n=2)
     out = disagreement_summary(frame, pairs, rset).set_index("statistic")["value"]
@@ -135,7 +135,7 @@ def worded_set():
 
 
 def test_disagreement_per_query_gives_one_row_per_pair_and_statistic():
-    from taser_lib.evaluation.disagreement import disagreement_per_query, token_overlap
+    from taser_book.analyses.disagreement import disagreement_per_query, token_overlap
     rset = worded_set()
     ca = {"q1": np.array([8.0, -2.0, -6.0]), "q2": np.array([7.0, 1.0, -5.0, -4.0])}
     de = {"q1": np.array([15.0, 12.0, 16.0]), "q2": np.array([16.0, 12.0, 15.0, 10.0])}
@@ -156,7 +156,7 @@ def test_disagreement_per_query_gives_one_row_per_pair_and_statistic():
 
 
 def test_disagreement_per_query_needs_one_pair_per_question():
-    from taser_lib.evaluation.disagreement import disagreement_per_query
+    from taser_book.analyses.disagreement import disagreement_per_query
     rset, ca, de, frame = frames()
     several = disagreements(frame, low="CA", high="DE", n=4, per_query=2)
     with pytest.raises(ValueError, match="one pair per question"):
@@ -185,7 +185,7 @@ def test_the_pages_summary_table_says_each_statistic_in_words():
     import pandas as pd
 
     from taser_book.tables.disagreement import summary_table
-    from taser_lib.evaluation.disagreement import SUMMARY_STATISTICS
+    from taser_book.analyses.disagreement import SUMMARY_STATISTICS
 
     summary = pd.DataFrame({"statistic": ["pairs", "negative_share", "other"], "value": [50.0, 0.95999, 1 / 3]})
     table = summary_table(summary)

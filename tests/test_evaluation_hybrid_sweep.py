@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from taser_lib.data.types import Dataset, Document, Query
-from taser_lib.evaluation.baselines import choose_hybrid_alpha, score_run
+from taser_book.analyses.baselines import choose_hybrid_alpha, score_run
 from taser_book.tables.hybrid_sweep import DENSE_ALONE, alpha_sweep, best_alphas, fused_runs, seed_curves
 from taser_lib.retrieval.hybrid import ALPHAS, fuse
 

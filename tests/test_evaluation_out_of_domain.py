@@ -8,7 +8,7 @@ import json
 import pytest
 
 from taser_lib.data.types import Dataset, Document, Query
-from taser_lib.evaluation.baselines import first_stage_runs
+from taser_book.analyses.baselines import first_stage_runs
 from taser_book.tables.out_of_domain import attach_passages, bm25_run, dense_runs, entity_questions_rows
 from taser_book.tables.seeded import SeededModels
 from taser_lib.retrieval.runs import ranked_ids

@@ -16,7 +16,7 @@ from sentence_transformers import SentenceTransformer
 from taser_book.cli import main
 from taser_lib.models import DenseEncoder, build_model, count_parameters, default_checkpoint, load_model, \
     load_tokenizer
-from taser_lib.models.export import export_sentence_transformers
+from taser_lib.export import export_sentence_transformers
 from training_helpers import make_tiny_bert, one_thread  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")

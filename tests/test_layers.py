@@ -5,8 +5,8 @@ at the top.
 
 The layers, lowest first, as the README lists them (each package's __init__.py repeats its list):
 
-    taser_lib:  errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training
-    taser_book: results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> runner -> book -> reproduce, bench -> cli
+    taser_lib:  errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training -> speed, export
+    taser_book: analyses -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> runner -> book -> reproduce, bench -> cli
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("retrieval",),
         ("evaluation",),
         ("training",),
+        ("speed", "export"),
     ),
     BOOK: (
+        ("analyses",),
         ("results", "preserving", "claims", "run_ledger", "profiles", "executed"),
         ("tables",),
         ("runs",),
@@ -174,7 +176,7 @@ def test_cycle_finder_finds_a_circle():
     assert _cycle({"a": {"b"}, "b": {"c"}}) is None
 
 
-FIRST_LAYER = {CORE: "errors", BOOK: "results"}
+FIRST_LAYER = {CORE: "errors", BOOK: "analyses"}
 
 
 @pytest.mark.parametrize("package,source", [(CORE, README), (CORE, PACKAGES[CORE] / "__init__.py"),

@@ -14,7 +14,7 @@ import yaml
 from taser_lib.evaluation.records import record_evaluation
 from taser_lib.models import build_model, count_parameters, load_tokenizer
 from taser_lib.models.card import DEFAULT_HUB_ID, refresh_model_cards, write_model_card
-from taser_lib.models.export import export_sentence_transformers
+from taser_lib.export import export_sentence_transformers
 from taser_lib.training.loop import LoopConfig, run_training
 from training_helpers import make_tiny_bert, one_thread  # noqa: F401  (fixture)
 

@@ -23,6 +23,7 @@ from taser_book.profiles import (PAGES_FILE, Profile, load_pages, load_profile, 
 from taser_book.runner import _injected, notebook_parameters, result_status
 from taser_book.scorecard import stale_reason as scorecard_stale_reason
 from taser_lib.errors import ConfigError, FormatError
+from git_versions import source_at
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -151,6 +152,16 @@ class _Back(ast.NodeTransformer):
         return node
 
 
+def _declared_to(path: Path) -> str:
+    """The digest this move's entry in result_preserving_changes.yaml declares for the notebook at `path`."""
+    import yaml
+
+    test = "test_every_page_runs_its_old_code_with_the_settings_it_recorded"
+    entries = yaml.safe_load((REPO / "taser_book" / "result_preserving_changes.yaml").read_text(encoding="utf-8"))
+    (entry,) = [e for e in entries if e["file"] == f"notebooks/{path.name}" and e["shown_by"].endswith(test)]
+    return entry["to"]
+
+
 def _dump(source: str, back: bool = False) -> str:
     tree = ast.parse(source)
     return ast.dump(_Back().visit(tree) if back else tree)
@@ -162,7 +173,7 @@ def test_every_page_runs_its_old_code_with_the_settings_it_recorded(path):
     for `settings.`, the old defaults as the page's own, and at cpu exactly the parameters the committed page
     recorded (a setting its record does not name: the page's default then as now)."""
     old = nbformat.reads(_git_show(f"notebooks/{path.name}"), as_version=4)
-    new = nbformat.read(path, as_version=4)
+    new = nbformat.reads(source_at(f"notebooks/{path.name}", _declared_to(path)), as_version=4)  # as the move left it
     assert [c.source for c in _cells(old, "markdown")] == [c.source for c in _cells(new, "markdown")]
     old_code, new_code = _cells(old), _cells(new)
     assert len(old_code) == len(new_code)

@@ -12,7 +12,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
-from taser_lib.evaluation import normalised_margins  # noqa: E402
+from taser_book.analyses.scores import normalised_margins  # noqa: E402
 from taser_book.plots import (learning_curve_table, plot_learning_curves, plot_margin_histograms,  # noqa: E402
                              plot_score_densities, plot_size_sweep)
 

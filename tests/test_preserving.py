@@ -14,6 +14,7 @@ from taser_book.preserving import PRESERVING_CHANGES, read_preserving_changes
 from taser_book.runner import page_stale_reason
 from taser_book.results import notebook_sha256
 from taser_lib.errors import FormatError
+from git_versions import source_at
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -69,6 +70,25 @@ def test_a_declared_change_keeps_the_page_current_and_any_other_does_not(page, s
     assert "taser_lib/stats.py changed" in stale(result, repo)
 
 
+@pytest.mark.parametrize("stale", [page_stale_reason, scorecard.stale_reason])
+def test_a_declared_move_keeps_the_page_current_while_the_moved_file_is_as_declared(page, stale):
+    repo, result = page
+    (repo / "taser_lib" / "stats.py").unlink()
+    (repo / "taser_book" / "stats.py").write_text("old, moved")
+    assert stale(result, repo) == "library file taser_lib/stats.py (removed) changed since the result was made"
+    moved = _change("old", "old, moved", moved_to="taser_book/stats.py")
+    _declare(repo, moved)
+    assert stale(result, repo) is None
+    (repo / "taser_book" / "stats.py").write_text("changed after the move")
+    assert "taser_lib/stats.py (removed)" in stale(result, repo)
+    _declare(repo, moved, {**_change("old, moved", "changed after the move"), "file": "taser_book/stats.py"})
+    assert stale(result, repo) is None  # a move chains with the moved file's own declared changes
+    (repo / "taser_lib" / "stats.py").write_text("old")  # a file back at the old path is read there, as ever
+    assert stale(result, repo) is None
+    (repo / "taser_lib" / "stats.py").write_text("other")
+    assert "taser_lib/stats.py changed" in stale(result, repo)
+
+
 @pytest.mark.parametrize("text, message", [
     ("- file: taser_lib/stats.py\n  from: a\n  to: b\n  why: w\n", "yaml:1: field 'shown_by' change 1: missing"),
     ("file: x\n", "yaml:1: expected a list of changes"),
@@ -76,6 +96,7 @@ def test_a_declared_change_keeps_the_page_current_and_any_other_does_not(page, s
     ("- {file: [\n", "invalid YAML"),
     ("- {file: f, from: a, to: b, why: w, shown_by: t, reason: r}\n", "yaml:1: field 'reason' change 1: unknown"),
     ("- just a string\n", "yaml:1: change 1: expected a mapping"),
+    ("- {file: f, from: a, to: b, why: w, shown_by: t, moved_to: f}\n", "yaml:1: field 'moved_to' change 1: names the"),
     ("- {file: f, from: a, to: b, why: w, shown_by: t, requires: [x]}\n", "yaml:1: field 'requires' change 1: must map files"),
 ])
 def test_a_malformed_declaration_names_the_file_and_the_change(page, text, message):
@@ -92,7 +113,7 @@ def test_every_committed_declaration_names_a_test_that_exists():
     for entry in changes:
         test_file, _, test_name = entry["shown_by"].partition("::")
         assert re.search(rf"^def {re.escape(test_name)}\(", (REPO / test_file).read_text(), re.M), entry["shown_by"]
-        assert (REPO / entry["file"]).is_file()
+        assert (REPO / (entry.get("moved_to") or entry["file"])).is_file()
         for required in entry.get("requires") or {}:
             assert (REPO / required).is_file()
 
@@ -117,8 +138,7 @@ def test_docstring_only_changes_keep_the_code():
     for entry in yaml.safe_load((REPO / PRESERVING_CHANGES).read_text()):
         if "code_sha256" not in entry:
             continue
-        text = (REPO / entry["file"]).read_text(encoding="utf-8")
-        if _sha(text) == entry["to"]:
-            assert code_sha256(text) == entry["code_sha256"], entry["file"]
-            checked += 1
+        text = source_at(entry["file"], entry["to"])  # the version it declared, in git if it changed since
+        assert code_sha256(text) == entry["code_sha256"], entry["file"]
+        checked += 1
     assert checked >= 1

@@ -1,4 +1,4 @@
-"""taser_lib.evaluation.propositions: Proposition 1 in finite form (SVD embeddings, truncation error and MRR@10) and
+"""taser_book.analyses.propositions: Proposition 1 in finite form (SVD embeddings, truncation error and MRR@10) and
 Proposition 3 (tau^2 d l_sce -> d l_mmse / 8, by autograd through the library's losses)."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taser_lib.evaluation import (evaluate, mrr_at_k, numerical_rank, prop3_binary_identity, prop3_gradients,
-                                  proposition_checks, reciprocal_ranks, relevance_matrix, svd_embeddings,
-                                  truncation_curve)
+from taser_lib.evaluation import evaluate
+from taser_book.analyses.propositions import (mrr_at_k, numerical_rank, prop3_binary_identity, prop3_gradients,
+                                              proposition_checks, reciprocal_ranks, relevance_matrix, svd_embeddings,
+                                              truncation_curve)
 
 
 def low_rank(n_q, n_d, r, seed=0, scale=10.0):
@@ -116,7 +117,7 @@ def test_tau_squared_sce_gradient_approaches_one_eighth_of_the_margin_mse_gradie
 
 def test_gradients_come_from_the_library_losses(monkeypatch):
     """The module calls taser_lib.losses (no formula of its own): doubling those losses doubles its output."""
-    import taser_lib.evaluation.propositions as prop
+    import taser_book.analyses.propositions as prop
     base = prop3_gradients([2.0, -1.0], [5.0, 1.0], [10.0])
     real_sce, real_mmse = prop.softmax_ce_distill, prop.margin_mse
     monkeypatch.setattr(prop, "softmax_ce_distill", lambda *a, **k: 2 * real_sce(*a, **k))

@@ -1,4 +1,4 @@
-"""The int8 encoder for indexing (taser_lib.models.quantized), its engine probe, and `--precision int8` in
+"""The int8 encoder for indexing (taser_lib.speed.quantized), its engine probe, and `--precision int8` in
 `taser encode` / `taser index`."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import torch
 from taser_book.cli import main
 from taser_lib.errors import ConfigError
 from taser_lib.models import DenseEncoder, build_model, load_tokenizer
-from taser_lib.models import onnx_int8
-from taser_lib.models import quantized as Q
-from taser_lib.models.quantized import FFN_OUTPUT, Int8Encoder, int8_copy, int8_encoder, quantised_linears
+from taser_lib.speed import onnx_int8
+from taser_lib.speed import quantized as Q
+from taser_lib.speed.quantized import FFN_OUTPUT, Int8Encoder, int8_copy, int8_encoder, quantised_linears
 
 TORCH_ENGINE = Q.available_engines()[0]  # a PyTorch engine: every torch build has one of fbgemm, onednn, x86
 ONNX = pytest.mark.skipif(not onnx_int8.available(), reason="onnxruntime and onnx are not installed")
@@ -169,7 +169,7 @@ def test_an_explicit_engine_packs_for_it_and_a_bad_one_is_refused(tiny):
         int8_copy(model, engine="gpu")
 
 
-# ---- the onnxruntime engine (taser_lib.models.onnx_int8) ------------------------------------------------------------
+# ---- the onnxruntime engine (taser_lib.speed.onnx_int8) ------------------------------------------------------------
 
 def test_onnxruntime_is_an_engine_exactly_when_it_is_installed():
     assert (onnx_int8.ENGINE in Q.available_engines()) == onnx_int8.available()

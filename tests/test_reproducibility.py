@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from taser_lib.evaluation.reproducibility import (Reproduction, delta_relative_improvement, effect_ratio,
+from taser_book.analyses.reproducibility import (Reproduction, delta_relative_improvement, effect_ratio,
                                                   reproduction)
 
 # the paper: baseline 0.30, advanced 0.36 (improvement 0.06, RI 0.2)

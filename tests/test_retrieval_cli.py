@@ -79,7 +79,7 @@ def test_dense_and_hybrid_with_default_model(qa_folder, tmp_path, capsys):
 def test_dense_search_cuts_queries_as_the_pages_do(tmp_path):
     """One path: `taser search --retriever dense` gives the run the book's pages make (`first_stage_runs` at the
     query length that cuts none of the queries of a non-QA set; a 32-token cap for questions)."""
-    from taser_lib.evaluation.baselines import first_stage_runs, query_length
+    from taser_book.analyses.baselines import first_stage_runs, query_length
     from taser_lib.models import load_encoder
 
     long_query = " ".join(["which passage describes the largest city of France and its many museums"] * 12)

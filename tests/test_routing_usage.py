@@ -1,4 +1,4 @@
-"""TASER's learned routing read back: expert usage per specialized block and side (`evaluation.routing`), the
+"""TASER's learned routing read back: expert usage per specialized block and side (`analyses.routing`), the
 routing entropy over training from a run's log (`training.logs`), their figures (`plots.routing`) and the Table A1
 row of a model's parameter count (`models.params.paper_params_key`)."""
 
@@ -22,7 +22,7 @@ from training_helpers import TOKENIZER_FILES, make_tiny_bert, tiny_config, write
 from training_helpers import one_thread  # noqa: E402,F401  (fixture)
 from taser_lib.data.squad_open import build_squad_open  # noqa: E402
 from taser_lib.errors import ConfigError, FormatError  # noqa: E402
-from taser_lib.evaluation.routing import (USAGE_COLUMNS, align_experts, expert_usage, record_routing,  # noqa: E402
+from taser_book.analyses.routing import (USAGE_COLUMNS, align_experts, expert_usage, record_routing,  # noqa: E402
                                           token_routing, top_tokens, usage_inputs, usage_summary)
 from taser_lib.models import DenseEncoder, DPRModel, TaserModel, default_checkpoint, load_tokenizer  # noqa: E402
 from taser_lib.models.params import PAPER_PARAMS_M, paper_params_key  # noqa: E402

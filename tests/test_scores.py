@@ -1,4 +1,4 @@
-"""taser_lib.evaluation.scores: the score frame of a re-ranking set, centring, normalised margins and the summary
+"""taser_book.analyses.scores: the score frame of a re-ranking set, centring, normalised margins and the summary
 statistics of "In defense of dual-encoders" §3.3 (Figs. 2, 6, 8)."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taser_lib.data.types import Document, Query
-from taser_lib.evaluation import (STATISTICS, baseline_shift, centre_scores, normalised_margins, rerank_per_query,
-                                  score_frame, score_frames, score_range, score_statistics, score_summary)
+from taser_lib.evaluation import rerank_per_query
+from taser_book.analyses.scores import (STATISTICS, baseline_shift, centre_scores, normalised_margins, score_frame,
+                                        score_frames, score_range, score_statistics, score_summary)
 from taser_lib.training.reranking import RerankingSet
 
 

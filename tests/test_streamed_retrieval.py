@@ -1,6 +1,6 @@
 """Dense retrieval from a corpus file that is never loaded (issue 13, section 3, the full profile's dpr-wiki path):
 `taser index --retriever dense` streams a single-file corpus into embedding shards and `taser search` scans them;
-`evaluation.baselines.first_stage_runs(..., corpus=StreamedCorpus(...))` retrieves a question set from a streamed
+`analyses.baselines.first_stage_runs(..., corpus=StreamedCorpus(...))` retrieves a question set from a streamed
 corpus and reads only the top-k passages back for answer matching.
 
 The 20k-row DPR tsv is GENERATED (random words): no real corpus that large is offline. A hashing bag-of-words
@@ -30,7 +30,7 @@ from taser_lib.data.answers import AnswerMatcher
 from taser_lib.data.formats.beir import write_prepared
 from taser_lib.data.types import Dataset, Document, Query
 from taser_lib.evaluation.answer_recall import answer_recall
-from taser_lib.evaluation.baselines import choose_hybrid_alpha, first_stage_runs, score_runs, score_runs_per_query
+from taser_book.analyses.baselines import choose_hybrid_alpha, first_stage_runs, score_runs, score_runs_per_query
 from taser_lib.retrieval.datasets import load_evaluation_set
 from taser_lib.retrieval.runs import read_run
 from taser_lib.retrieval.streamed import StreamedCorpus, corpus_file, lookup_passages, streamed_corpus

@@ -14,7 +14,7 @@ from scipy import stats
 
 from taser_book.claims import load_claims, load_claims_files
 from taser_lib.errors import FormatError
-from taser_lib.evaluation import hypothesis
+from taser_book.analyses import hypothesis
 from taser_book.scorecard import (FAILS, HOLDS, NOT_TESTABLE, WITHIN_NOISE, build_scorecard, evaluate_claim,
                                  write_scorecard_page)
 from test_scorecard import make_repo, publish

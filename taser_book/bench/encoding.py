@@ -8,7 +8,7 @@ bf16 where a cached probe measured it faster; else fp32); sentence-transformers 
 bf16 vectors to our fp32 ones. On the CPU our fp32 encoder forced to PyTorch's stock kernels and to oneDNN's fused
 linears shows what fusing does on this machine (`taser_lib.models.fused`; ours at auto runs what its trial on
 the encoder's own batches chose, and the bench keeps that trial beside its own paired measurement). On the CPU our
-int8 encoder for indexing (`taser_lib.models.quantized`) runs too: its speed-up over sentence-transformers and over
+int8 encoder for indexing (`taser_lib.speed.quantized`) runs too: its speed-up over sentence-transformers and over
 ours at auto, and the minimum cosine of its vectors to our fp32 ones (its R@K is the precision benchmark's).
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 from taser_lib.models import DenseEncoder, default_checkpoint
 from taser_lib.models.encoding import passage_string
 from taser_lib.models.fused import model_shape, stored_trial
-from taser_lib.models.quantized import TORCH_ENGINES, int8_encoder, int8_engine_probe
+from taser_lib.speed.quantized import TORCH_ENGINES, int8_encoder, int8_engine_probe
 from . import inputs
 from .core import BenchConfig, interleaved, paired_ratio, rate, row
 
@@ -82,7 +82,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         fused = variant(precision="fp32", fuse_cpu_linears=True)
         fns["taser_lib_fp32_stock_kernels"] = lambda: stock.encode_passages(passages)
         fns["taser_lib_fp32_fused_kernels"] = lambda: fused.encode_passages(passages)
-        int8 = int8_encoder(fp32)  # for indexing only (taser_lib.models.quantized); never the book's verdicts
+        int8 = int8_encoder(fp32)  # for indexing only (taser_lib.speed.quantized); never the book's verdicts
         int8.show_progress = False
         fns["taser_lib_int8"] = lambda: int8.encode_passages(passages)
         int8.encode_passages(passages[:batch])  # also builds ONNX Runtime's session, where that is the engine
@@ -145,10 +145,10 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     else:
         notes.append("auto resolved to fp32 (no native bf16 on this device): the bf16 target cannot apply")
     if int8_speedup:
-        how = ("run by ONNX Runtime (fused attention and layer norms; taser_lib.models.onnx_int8) with every weight "
+        how = ("run by ONNX Runtime (fused attention and layer norms; taser_lib.speed.onnx_int8) with every weight "
                "matrix product at int8" if int8.engine not in TORCH_ENGINES else
                f"with every linear dynamically quantised, packed for PyTorch's {int8.engine} engine")
-        notes.append(f"int8 = our fp32 encoder {how} (taser_lib.models.quantized: the engine its probe measured "
+        notes.append(f"int8 = our fp32 encoder {how} (taser_lib.speed.quantized: the engine its probe measured "
                      "fastest here), for indexing a corpus only; its recall "
                      f"against fp32 is the precision benchmark's; target {INT8_TARGET_SPEEDUP:g}x sentence-"
                      "transformers (the moonshot of issue 25)")

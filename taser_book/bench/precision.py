@@ -1,5 +1,5 @@
 """Benchmark: do bfloat16 and int8 encoding change retrieval? SQuAD-open test R@K of the default model, fp32 vs bf16
-(and, on the CPU, vs the int8 encoder for indexing: `taser_lib.models.quantized`, questions at fp32).
+(and, on the CPU, vs the int8 encoder for indexing: `taser_lib.speed.quantized`, questions at fp32).
 
 The whole SQuAD-open corpus and every test question are encoded twice with the packaged model, once per precision
 (`DenseEncoder(precision=...)`), searched exactly (faiss flat, top 100) and scored by DPR's answer matching. The
@@ -18,7 +18,7 @@ import numpy as np
 from taser_lib.data.answers import AnswerMatcher
 from taser_lib.evaluation.answer_recall import answer_hits, hits_at_k, top_k_accuracy
 from taser_lib.models.precision import resolve_precision
-from taser_lib.models.quantized import int8_encoder, int8_engine_probe
+from taser_lib.speed.quantized import int8_encoder, int8_engine_probe
 from taser_lib.retrieval.dense import DenseIndex
 from . import inputs
 from .core import BenchConfig, row
@@ -100,7 +100,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                          "cosine_passages_int8": {"min": float(cos8.min()), "mean": float(cos8.mean())},
                          "auto": auto}
         int8_notes = ["int8: passages encoded by our fp32 encoder with its linears dynamically quantised "
-                      "(taser_lib.models.quantized), questions at fp32, as `taser index --precision int8` and "
+                      "(taser_lib.speed.quantized), questions at fp32, as `taser index --precision int8` and "
                       f"`taser search` do; target |R@K int8 - fp32| <= {INT8_MAX_DELTA_POINTS:g} points (issue 25); "
                       "questions whose hit at K changed: " + ", ".join(f"{k} {v}" for k, v in changed8.items())]
     return {

@@ -28,7 +28,7 @@ def register(subparsers) -> None:
     e.set_defaults(func=_encode)
 
 
-ENCODE_PRECISIONS = ("fp32", "bf16", "auto", "int8")  # int8 for encoding a corpus only (taser_lib.models.quantized)
+ENCODE_PRECISIONS = ("fp32", "bf16", "auto", "int8")  # int8 for encoding a corpus only (taser_lib.speed.quantized)
 PRECISION_HELP = ("auto (default): bf16 where it measured faster than fp32 (CUDA; a CPU with native bf16 and a "
                   "probe that found it faster), else fp32; int8: weight matrix products at int8, CPU only, for "
                   "indexing a large corpus, on the engine a cached probe measured fastest here (PyTorch's dynamic "
@@ -37,12 +37,12 @@ PRECISION_HELP = ("auto (default): bf16 where it measured faster than fp32 (CUDA
 
 
 def cli_encoder(model: str, precision: str, **kwargs):
-    """The encoder `--model` and `--precision` ask for: `load_encoder`, or its int8 copy (`models.quantized`)."""
+    """The encoder `--model` and `--precision` ask for: `load_encoder`, or its int8 copy (`speed.quantized`)."""
     from taser_lib.models import load_encoder
 
     if precision != "int8":
         return load_encoder(model, precision=precision, **kwargs)
-    from taser_lib.models.quantized import int8_encoder
+    from taser_lib.speed.quantized import int8_encoder
 
     return int8_encoder(load_encoder(model, precision="fp32", **kwargs))
 

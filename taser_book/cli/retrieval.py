@@ -102,7 +102,7 @@ def _dense_options(p: argparse.ArgumentParser, queries: bool = False,
     p.add_argument("--max-query-length", type=int, default=None, metavar="TOKENS",
                    help="queries are cut to this many tokens (default: the length that cuts none of the dataset's "
                         f"queries, at most {QA_QUERY_CAP} for a QA set, as the book's pages do: "
-                        "taser_lib.evaluation.baselines.query_length)")
+                        "taser_book.analyses.baselines.query_length)")
 
 
 def _load_dataset(spec: str):
@@ -239,7 +239,7 @@ def _bm25_run(args: argparse.Namespace, dataset, k: int):
 
 
 def _dense_run(args: argparse.Namespace, dataset, k: int):
-    from taser_lib.evaluation.baselines import query_length
+    from taser_book.analyses.baselines import query_length
     from taser_lib.retrieval.dense import DenseIndex, ShardedEmbeddings, ids_digest, dense_search, encode_corpus
 
     if args.dense_index:
@@ -260,7 +260,7 @@ def _dense_run(args: argparse.Namespace, dataset, k: int):
         encoder = _encoder(args)
         doc_ids, embeddings = encode_corpus(encoder, dataset.corpus)
         index = DenseIndex.from_embeddings(embeddings, doc_ids)
-    # the queries' length the book's pages use (one rule for both: evaluation.baselines.query_length), for an
+    # the queries' length the book's pages use (one rule for both: analyses.baselines.query_length), for an
     # encoder that cuts its queries (a DenseEncoder); another implementation of the Encoder protocol searches as it is
     cut = nullcontext()
     if hasattr(encoder, "query_length"):

@@ -1,5 +1,5 @@
 """DE paper Table 3 as a figure: every (query, candidate) pair of a re-ranking set placed by two models' scores,
-each put on [0, 1] over the set (`evaluation.disagreement.normalised_scores`), positives and negatives in two
+each put on [0, 1] over the set (`analyses.disagreement.normalised_scores`), positives and negatives in two
 colours, the pairs of a disagreement table circled and numbered as its rows."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from taser_lib.evaluation.disagreement import normalised_scores
+from taser_book.analyses.disagreement import normalised_scores
 from .style import book_style
 
 POS_COLOR, NEG_COLOR = "tab:orange", "tab:blue"

@@ -1,6 +1,6 @@
 """Figures of the propositions of "In defense of dual-encoders": how well a rank-d SVD dual encoder reproduces a score
 matrix (Proposition 1, finite form) and how the softmax cross-entropy's gradient approaches the margin MSE's
-(Proposition 3). Each function takes the frame `evaluation.propositions` returns and gives back the Figure.
+(Proposition 3). Each function takes the frame `analyses.propositions` returns and gives back the Figure.
 
     >>> plot_truncation_curve(truncation_curve(S, R))                  # error and MRR@10 against d
     >>> plot_truncation_curve(pd.concat([ca.assign(model="CA"), de.assign(model="DE")]))   # one line per model

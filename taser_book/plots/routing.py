@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from taser_lib.evaluation.routing import align_experts
+from taser_book.analyses.routing import align_experts
 from .style import COLUMN_WIDTH_IN, book_style, panel_grid, panels_of
 
 
@@ -25,7 +25,7 @@ def _need(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 def plot_expert_usage(usage: pd.DataFrame, *, models: Sequence[str] | None = None, title: str | None = None
                       ) -> Figure:
     """One heatmap per model: rows are (specialized block, side[, unit]), columns the experts, each cell the share
-    of that side's units the block routes to that expert (`evaluation.routing.expert_usage`, with a `model`
+    of that side's units the block routes to that expert (`analyses.routing.expert_usage`, with a `model`
     column). Rows of several seeds are averaged after `align_experts` has renumbered each seed's experts (0: the
     one the questions use most), since expert numbers mean nothing across seeds; the x label then says so. Shares
     are printed in the cells; an expert a model does not have is left blank."""

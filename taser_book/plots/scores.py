@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from taser_lib.evaluation.scores import centre_scores
+from taser_book.analyses.scores import centre_scores
 from .style import COLUMN_WIDTH_IN, book_style
 
 POS_COLOR, NEG_COLOR = "tab:orange", "tab:blue"
@@ -60,7 +60,7 @@ def plot_score_densities(frame: pd.DataFrame, *, models: Sequence[str] | None = 
                          row: str | None = None, rows: Sequence | None = None, bins: int = 50, kde: bool = False,
                          sharex: bool | None = None, title: str | None = None) -> Figure:
     """Densities of the positive and negative pairs' scores, one panel per model (a score frame of
-    `evaluation.scores`: model, query_id, label, score). `centred` shifts each panel's scores to mean zero (Fig. 2;
+    `analyses.scores`: model, query_id, label, score). `centred` shifts each panel's scores to mean zero (Fig. 2;
     False: Fig. 6); with `row` (a column such as "stage" or "split") there is one row of panels per value (Fig. 7),
     each panel centred on its own. `kde` adds Gaussian kernel density lines. `sharex` defaults to `centred` (one
     x-axis for centred panels, as Fig. 2; each its own range uncentred, as Fig. 6)."""
@@ -102,7 +102,7 @@ def plot_margin_histograms(margins: pd.DataFrame, *, models: Sequence[str] | Non
                            value_range: tuple[float, float] | None = None, medians: bool = True,
                            title: str | None = None) -> Figure:
     """Histograms (densities, as outlines) of the normalised margins of several models on one pair of axes
-    (`evaluation.scores.normalised_margins`: model, normalised_margin), on common bins over `value_range` (default:
+    (`analyses.scores.normalised_margins`: model, normalised_margin), on common bins over `value_range` (default:
     the margins' own range), with each model's median as a dashed line when `medians`."""
     _require(margins, ["model", column], "plot_margin_histograms")
     models = _order(margins["model"], models)

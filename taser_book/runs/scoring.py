@@ -1,7 +1,7 @@
 """Scores of saved re-rankers on re-ranking sets, cached beside the model, and the query x passage grids of
 "In defense of dual-encoders" Proposition 1.
 
-The score analysis of the dual-encoder pages (`evaluation.scores`, `evaluation.propositions`) needs each model's
+The score analysis of the dual-encoder pages (`analyses.scores`, `analyses.propositions`) needs each model's
 score of every candidate, not only the per-query metrics that a run records. This module scores any saved
 re-ranker -- the CA teacher (`kind: cross-encoder`) or a bi-encoder student (`kind: distill`: DE, distilled DE,
 ColBERT) -- with the same scoring code and settings its trainer evaluates it with, and caches the scores on disk, so

@@ -29,7 +29,7 @@ import pandas as pd
 from taser_lib.data.answers import AnswerMatcher
 from taser_lib.data.types import Dataset, Run
 from taser_lib.evaluation.answer_recall import answer_hits, hits_at_k
-from taser_lib.evaluation.baselines import is_qa
+from taser_book.analyses.baselines import is_qa
 from taser_lib.evaluation.metrics import per_query
 from .seeded import seed_labels, seed_sources
 from taser_lib.evaluation.seeds import summarise_seeds

@@ -43,7 +43,7 @@ from taser_lib.retrieval.dense import DenseIndex, dense_search, encode_corpus
 from taser_lib.retrieval.hybrid import fuse
 from taser_lib.retrieval.streamed import StreamedCorpus, encoder_fingerprint
 from taser_lib.evaluation.answer_recall import KS
-from taser_lib.evaluation.baselines import score_runs, score_runs_per_query
+from taser_book.analyses.baselines import score_runs, score_runs_per_query
 
 Key = tuple[str, Any]  # (model label, seed or None)
 ENV_EMBEDDINGS_DIR = "TASER_EMBEDDINGS_DIR"

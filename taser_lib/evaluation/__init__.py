@@ -29,18 +29,3 @@ __all__ = [
     "select_metric", "summarise_seeds", "top_k_accuracy", "write_per_query",
 ]
 
-# Score analysis and the propositions of "In defense of dual-encoders" (issue 12).
-from .propositions import (mrr_at_k, numerical_rank, prop3_binary_identity, prop3_gradients,  # noqa: E402
-                           proposition_checks, reciprocal_ranks, relevance_matrix, svd_embeddings, truncation_curve)
-from .scores import (STATISTICS, baseline_shift, centre_scores, normalised_margins, score_frame,  # noqa: E402
-                     score_frames, score_offsets, score_range, score_statistics, score_summary)
-from .propositions import dims_to_match, distillation_entropy_gap, prop3_pairs  # noqa: E402
-from .scores import PER_QUERY_STATISTICS, per_query_statistics  # noqa: E402
-
-__all__ += [
-    "STATISTICS", "baseline_shift", "centre_scores", "mrr_at_k", "normalised_margins", "numerical_rank",
-    "prop3_binary_identity", "prop3_gradients", "proposition_checks", "reciprocal_ranks", "relevance_matrix",
-    "score_frame", "score_frames", "score_offsets", "score_range", "score_statistics", "score_summary",
-    "svd_embeddings", "truncation_curve",
-]
-__all__ += ["PER_QUERY_STATISTICS", "dims_to_match", "distillation_entropy_gap", "per_query_statistics", "prop3_pairs"]

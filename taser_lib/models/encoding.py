@@ -9,7 +9,7 @@ reads passages in its own convention, as it keeps its own pooling. Training (`tr
 tokenises with the same function, so a model is trained and used on the same input.
 
 Queries are cut to `max_query_length` tokens; `covering_length` gives the smallest length that cuts none of a set
-of texts (BEIR practice for long queries: `evaluation.baselines.query_length`), and `query_length(n)` sets it for
+of texts (BEIR practice for long queries: `analyses.baselines.query_length`), and `query_length(n)` sets it for
 a block.
 
 On the CPU an encode call runs the BERT's linear layers as oneDNN fused linears (bias, GELU and the residual add

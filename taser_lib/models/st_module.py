@@ -1,6 +1,6 @@
 """A sentence-transformers input module that runs a taser_lib TASER model (Det-R, Seq-R or Tok-R).
 
-Exports of TASER with specialized blocks (`models.export`) list this class in modules.json. It holds the one TASER
+Exports of TASER with specialized blocks (`taser_lib.export`) list this class in modules.json. It holds the one TASER
 encoder (each shared weight stored once) and hands the input kind to the specialized blocks from
 sentence-transformers' task: `encode_query` runs the "query" kind (Det-R's Q-FFN), `encode_document` and plain
 `encode` the "passage" kind (P-FFN). Learned routing (Seq-R, Tok-R) routes each input by itself, in eval mode by

@@ -11,7 +11,7 @@ corpus is read from its one file (`corpus_file`) row by row and never held whole
   the loaded corpus is dropped as soon as the index is built.
 
     >>> wiki = StreamedCorpus("dpr-wiki")
-    >>> runs = first_stage_runs(nq_test, encoder, corpus=wiki)   # evaluation.baselines: nq_test has no corpus
+    >>> runs = first_stage_runs(nq_test, encoder, corpus=wiki)   # analyses.baselines: nq_test has no corpus
 """
 
 from __future__ import annotations

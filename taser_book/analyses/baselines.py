@@ -27,14 +27,14 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from ..data.answers import AnswerMatcher
-from ..data.types import Dataset, Run
-from ..retrieval.bm25 import BM25Index
-from ..retrieval.dense import DenseIndex, Encoder, dense_search, encode_corpus
-from ..retrieval.hybrid import AlphaChoice, DevSet, choose_alpha
-from ..retrieval.streamed import StreamedCorpus
-from .answer_recall import KS, answer_hits, answer_recall, hits_at_k, hits_scorer
-from .metrics import evaluate, per_query, qrels_scorer
+from taser_lib.data.answers import AnswerMatcher
+from taser_lib.data.types import Dataset, Run
+from taser_lib.retrieval.bm25 import BM25Index
+from taser_lib.retrieval.dense import DenseIndex, Encoder, dense_search, encode_corpus
+from taser_lib.retrieval.hybrid import AlphaChoice, DevSet, choose_alpha
+from taser_lib.retrieval.streamed import StreamedCorpus
+from taser_lib.evaluation.answer_recall import KS, answer_hits, answer_recall, hits_at_k, hits_scorer
+from taser_lib.evaluation.metrics import evaluate, per_query, qrels_scorer
 
 # Encoded corpora, keyed by (encoder, document ids): SQuAD-open's dev and test retrieve from the same corpus.
 _EMBEDDINGS: dict[tuple[int, str], tuple[list[str], np.ndarray]] = {}

@@ -1,4 +1,4 @@
-"""int8 encoding through ONNX Runtime: the `onnxruntime` engine of `models.quantized`.
+"""int8 encoding through ONNX Runtime: the `onnxruntime` engine of `speed.quantized`.
 
     >>> encoder = int8_encoder(load_encoder("default"), engine="onnxruntime")   # or the probe's pick (quantized)
 

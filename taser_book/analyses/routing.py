@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..errors import ConfigError
+from taser_lib.errors import ConfigError
 
 SIDES = {"query": "question", "passage": "passage"}
 USAGE_COLUMNS = ["routing", "layer", "side", "unit", "expert", "units", "share"]

@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..data.types import Qrels
-from ..losses import kl_distill, margin_mse, softmax_ce_distill
+from taser_lib.data.types import Qrels
+from taser_lib.losses import kl_distill, margin_mse, softmax_ce_distill
 
 # --- Proposition 1 ---------------------------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from .permutation import sign_flip_test
+from taser_lib.evaluation.permutation import sign_flip_test
 
 METHODS = ("randomisation", "t-test")
 

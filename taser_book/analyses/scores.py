@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..data.types import Candidates, Qrels
+from taser_lib.data.types import Candidates, Qrels
 
 COLUMNS: tuple[str, ...] = ("model", "query_id", "doc_id", "label", "score")
 PAIRS: tuple[str, ...] = ("all", "hardest")

@@ -49,12 +49,12 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, TaserError
 from ..io import atomic_dir
-from .card import find_run_dir, write_model_card
-from .colbert import ColbertModel
-from .dpr import DPRModel
-from .encoding import DenseEncoder, model_passage_format
-from .taser import TaserLayer, TaserModel
-from .weights import DEFAULT, default_checkpoint
+from ..models.card import find_run_dir, write_model_card
+from ..models.colbert import ColbertModel
+from ..models.dpr import DPRModel
+from ..models.encoding import DenseEncoder, model_passage_format
+from ..models.taser import TaserLayer, TaserModel
+from ..models.weights import DEFAULT, default_checkpoint
 
 if TYPE_CHECKING:
     from transformers import BertModel
@@ -163,7 +163,7 @@ def sentence_transformer(model, tokenizer, work: Path, max_query_length: int, ma
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Router
 
-        from .st_module import TaserEncoder
+        from ..models.st_module import TaserEncoder
     except ImportError as err:
         raise TaserError(f"the sentence-transformers export needs sentence-transformers >= 6 ({err}); "
                          f"pip install 'taser-lib[export]'") from None
@@ -206,7 +206,7 @@ def export_sentence_transformers(source: str | Path, out: str | Path, *, force: 
     """Write `source` (a run folder, its best/ or final/ model, any saved model folder, or 'default') as a
     sentence-transformers folder `out` with a model card, atomically; an existing `out` is refused unless `force`.
     Lengths default to `DenseEncoder`'s. Returns `out`."""
-    from . import load_model, load_tokenizer
+    from ..models import load_model, load_tokenizer
 
     out = Path(out).expanduser()
     if out.exists() and not force:

@@ -1,7 +1,7 @@
 """Where two re-rankers disagree ("In defense of dual-encoders" Table 3 and Tables 10, 11), as readable tables.
 
 - **Pairs** (Table 3: "pairs that the CA model scores low, but the DE model scores high"): `disagreements` ranks the
-  (query, candidate) pairs of a score frame (`evaluation.scores.score_frames`: model, query_id, doc_id, label,
+  (query, candidate) pairs of a score frame (`analyses.scores.score_frames`: model, query_id, doc_id, label,
   score) by how much higher one model places them than the other. The two models' scores live on different scales
   (a CA logit, a DE cosine times 20) and the DE's carry a baseline shift (Fig. 6), so each model's scores are first
   put on [0, 1]: `method="range"` (default) maps its minimum over the whole set to 0 and its maximum to 1 (the

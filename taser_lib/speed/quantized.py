@@ -21,7 +21,7 @@ reports int8's encoding speed-up over fp32 and over `auto`, and its R@1/5/20/100
 
 Which int8 kernels: PyTorch packs a quantised linear's weights for one engine (fbgemm, oneDNN, or "x86", its own
 pick between them) when the copy is made, and the packed weights run on that engine's kernels from then on. A fourth
-engine, "onnxruntime" (`models.onnx_int8`, where onnxruntime and onnx are installed), runs the model as an ONNX
+engine, "onnxruntime" (`speed.onnx_int8`, where onnxruntime and onnx are installed), runs the model as an ONNX
 Runtime graph with fused attention and layer norms and int8 weights, one scale per output channel. Which is
 fastest depends on the CPU, so `engine=None` (the default) takes the engine a short cached probe measured fastest on
 this machine (`int8_engine_probe`: one random BERT layer at the default model's width on a padded batch of 32
@@ -54,8 +54,8 @@ from torch import nn
 
 from ..errors import ConfigError
 from . import onnx_int8
-from .encoding import DenseEncoder, _weights_key
-from .precision import cached_probe, machine_key
+from ..models.encoding import DenseEncoder, _weights_key
+from ..models.precision import cached_probe, machine_key
 
 # The suffix of BERT's feed-forward output projection ("layer.N.output.dense"; an attention block's own output,
 # "layer.N.attention.output.dense", is not matched), for `keep_fp32`.
@@ -64,7 +64,7 @@ PRECISION = "int8"
 
 
 TORCH_ENGINES = ("fbgemm", "onednn", "x86")  # PyTorch's server-CPU int8 engines (qnnpack is for mobile ARM)
-ENGINES = (*TORCH_ENGINES, onnx_int8.ENGINE)  # and ONNX Runtime's (`models.onnx_int8`), where it is installed
+ENGINES = (*TORCH_ENGINES, onnx_int8.ENGINE)  # and ONNX Runtime's (`speed.onnx_int8`), where it is installed
 ENGINE_PROBE_FILE = "int8-engine-probe.json"
 ENGINE_PROBE_VERSION = 3  # 2: ONNX Runtime joined the engines; 3: a padded corpus-sized batch (measure_int8_engines)
 

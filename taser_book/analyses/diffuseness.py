@@ -40,7 +40,7 @@ _COLUMNS = ("query_id", "label", "score")
 def _check(frame: pd.DataFrame, by: Sequence[str]) -> list[str]:
     missing = [c for c in (*by, *_COLUMNS) if c not in frame.columns]
     if missing:
-        raise ValueError(f"the score frame has no column {', '.join(missing)} (see evaluation.scores.score_frame)")
+        raise ValueError(f"the score frame has no column {', '.join(missing)} (see analyses.scores.score_frame)")
     return list(by)
 
 
