@@ -665,6 +665,120 @@ def _claim_links(page: PageVerdicts | None, notebook: str, ref: str | None = Non
     return f"`{page.profile}`: " + "; ".join(parts)
 
 
+HEADLINE_FILE = "book/headline.yaml"
+_HEADLINE_FIELDS = {"claim": str, "says": str, "paper": str, "metric": str, "show": dict, "lead": int, "group": str,
+                    "digits": int}
+_HEADLINE_REQUIRED = ("claim", "says", "paper", "metric", "show")
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    """One key claim on the front page: its id, a few words, the paper's number, our metric and what to show."""
+
+    paper: str
+    claim: str
+    says: str
+    paper_number: str
+    metric: str
+    show: Mapping[str, str]
+    lead: int = 1                # how many of `show` come before "vs"
+    group: str | None = None
+    digits: int = 1
+
+
+def load_headline(root: str | os.PathLike) -> list[HeadlineRow]:
+    """The front page's key claims from book/headline.yaml ({paper key: [row, ...]}); no file gives none. A malformed
+    row is a FormatError naming the file, its line and the field."""
+    import yaml
+
+    path = Path(root) / HEADLINE_FILE
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8")
+    data, document = _read_yaml(path) or {}, yaml.compose(text)
+    if not isinstance(data, dict):
+        raise FormatError(path, 1, None, "expected a mapping of paper keys to lists of claims")
+    rows = []
+    for (key, entries), (_, node) in zip(data.items(), document.value if document else []):
+        if not isinstance(entries, list):
+            raise FormatError(path, node.start_mark.line + 1, str(key), "expected a list of claims")
+        for entry, item in zip(entries, node.value):
+            line = item.start_mark.line + 1
+            if not isinstance(entry, dict):
+                raise FormatError(path, line, None, f"{key}: expected a mapping with {', '.join(_HEADLINE_REQUIRED)}")
+            for name in _HEADLINE_REQUIRED:
+                if not entry.get(name):
+                    raise FormatError(path, line, name, "missing")
+            for name, value in entry.items():
+                kind = _HEADLINE_FIELDS.get(name)
+                if kind is None:
+                    raise FormatError(path, line, name, f"unknown (expected {', '.join(_HEADLINE_FIELDS)})")
+                if not isinstance(value, kind) or isinstance(value, bool):
+                    raise FormatError(path, line, name, f"expected {kind.__name__}, got {value!r}")
+            rows.append(HeadlineRow(str(key), entry["claim"], entry["says"], entry["paper"], entry["metric"],
+                                    {str(k): str(v) for k, v in entry["show"].items()}, entry.get("lead", 1),
+                                    entry.get("group"), entry.get("digits", 1)))
+    return rows
+
+
+_OURS_GROUP = re.compile(r"(?:^|;\s*)(?:(?P<group>[\w.+-]+):\s*)?(?P<pairs>[\w.+-]+=[^;(]*)")
+_OURS_PAIR = re.compile(r"([\w.+-]+)=(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)([kMG]?)")
+
+
+def ours_numbers(ours: str, group: str | None = None) -> dict[str, tuple[float, str]] | None:
+    """{quantity: (value, unit suffix)} of one group of a verdict's `ours` text ("squad-open: taser=63.82, dpr=63.76
+    (unit)"): the group named, else the first; None when there is no such group."""
+    for match in _OURS_GROUP.finditer(ours.split(" (")[0] if "=" in ours.split(" (")[0] else ours):
+        if group is None or match.group("group") == group:
+            return {k: (float(v), suffix) for k, v, suffix in _OURS_PAIR.findall(match.group("pairs"))}
+    return None
+
+
+def headline_ours(row: HeadlineRow, ours: str) -> str:
+    """Our numbers for a headline row, 'TASER 63.8 vs DPR 63.8', at the row's decimals (the first `lead` before
+    "vs"); "not run" without every one of them."""
+    numbers = ours_numbers(ours, row.group) if ours else None
+    if not numbers:
+        return "not run"
+    shown = [f"{label} {numbers[q][0]:.{row.digits}f}{numbers[q][1]}" for q, label in row.show.items() if q in numbers]
+    if len(shown) != len(row.show):
+        return "not run"
+    lead, rest = shown[:row.lead], shown[row.lead:]
+    return ", ".join(lead) + (" vs " + ", ".join(rest) if rest else "")
+
+
+def headline_section(card: pd.DataFrame, rows: Sequence[HeadlineRow], titles: Mapping[str, str],
+                     profile: str) -> str:
+    """Markdown for the front page's first screen: each key claim, the paper's number, ours (each with its metric),
+    the verdict linked to the claim on its page, the page, and the command that reruns a page."""
+    by_id = card.set_index("id") if not card.empty else pd.DataFrame()
+    lines = ["## The key claims", "", ":::{container} headline", "",
+             "| claim | paper | ours | verdict |", "| --- | --- | --- | --- |"]
+    for row in rows:
+        if row.claim not in by_id.index:
+            raise ConfigError(f"{HEADLINE_FILE}: claim {row.claim!r} is in no claims file (notebooks/claims/)")
+        claim = by_id.loc[row.claim]
+        notebook = str(claim["notebook"])
+        ours = headline_ours(row, str(claim.get(f"ours ({profile})", "")))
+        word = str(claim.get(f"verdict ({profile})", "not run")).split(":")[0]
+        link = claim_link(row.claim, notebook).replace(f">{escape(row.claim)}<", f">{escape(word)}<")
+        title = titles.get(row.paper, row.paper)  # "TASER (Cheng et al., 2023)": the claim's paper as "Cheng et al."
+        paper = title.rsplit("(", 1)[-1].split(",")[0] if "(" in title else title
+        lines.append(f"| {escape_markdown(paper)}: {escape_markdown(row.says)} | {escape_markdown(row.paper_number)} | "
+                     f"{escape_markdown(ours)} ({escape_markdown(row.metric)}) | {link} |")
+    lines += ["", ":::", "", f"Each verdict links to its claim on its page; rerun a page with `taser reproduce --profile "
+              f"{profile} --only PAGE`. Every claim is on the [scorecard](scorecard.md).", ""]
+    return "\n".join(lines)
+
+
+def _shown_profile(profiles: Sequence[str]) -> str:
+    """The profile the front page shows: the largest that has results (full, gpu, cpu, then smoke)."""
+    for name in ("full", "gpu", "cpu"):
+        if name in profiles:
+            return name
+    return profiles[0] if profiles else "cpu"
+
+
 def verdicts_section(card: pd.DataFrame, profiles: Sequence[str]) -> str:
     """Markdown for the front page: the verdict counts per profile."""
     lines = ["## The verdicts at a glance", "",
@@ -729,6 +843,10 @@ def _write_ways_in(root: Path, src: Path, card: pd.DataFrame, profiles: list[str
     if intro.is_file():
         text = insert_before_heading(intro.read_text(encoding="utf-8"), verdicts_section(card, profiles),
                                      "## The two papers")
+        headline = load_headline(root)
+        if headline and not card.empty:  # the first screen: the key claims, then the counts
+            text = insert_before_heading(text, headline_section(card, headline, titles, _shown_profile(profiles)),
+                                         "## The verdicts at a glance")
         if items:
             text = insert_before_heading(text, papers_section(titles, items, pages), "## Citing")
         atomic_write_text(intro, text)

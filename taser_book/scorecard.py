@@ -1084,6 +1084,8 @@ def _md(text: Any) -> str:
     """Plain text for a Markdown table cell or list item: Markdown's special characters escaped, one line."""
     if isinstance(text, _ClaimLink):
         return claim_link(text.claim_id, text.notebook)
+    if isinstance(text, _Html):
+        return str(text)
     return escape_markdown(text)
 
 
@@ -1096,6 +1098,37 @@ def escape_markdown(text: Any) -> str:
 def _sentence(text: str) -> str:
     """`text` ending as a sentence does ("" stays "")."""
     return text if not text or text.endswith((".", "!", "?")) else text + "."
+
+
+class _Html(str):
+    """A table cell or list item already written as HTML (links the scorecard makes itself), not escaped."""
+
+
+def precondition_anchor(name: str) -> str:
+    """The HTML id of a precondition's row in the scorecard's table of preconditions."""
+    return "pre-" + re.sub(r"[^A-Za-z0-9_-]+", "-", name)
+
+
+def precondition_clause(statement: str) -> str:
+    """A precondition's statement in a few words: its first clause ("The wall clock was quiet enough to compare
+    epoch times"), lower-cased at the start, for a verdict's reason."""
+    clause = re.split(r":\s|\s\(|;\s", statement.strip(), maxsplit=1)[0].rstrip(".")
+    return clause[:1].lower() + clause[1:] if clause[1:2].islower() else clause
+
+
+def verdict_in_words(shown: str, preconditions: Mapping[str, Claim]) -> str:
+    """A verdict as the scorecard's tables show it, each precondition it names ("needs quiet-clock") in words and
+    linked to its row of the table of preconditions: "needs <a>the wall clock was quiet enough ...</a>"."""
+    names = sorted((n for n in preconditions if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", shown)),
+                   key=len, reverse=True)
+    if not names or not shown.startswith(NOT_TESTABLE):
+        return _Html(escape_markdown(shown))
+    out = escape_markdown(shown)
+    for name in names:
+        words = html.escape(precondition_clause(preconditions[name].statement))
+        out = re.sub(rf"(?<![\w-]){re.escape(escape_markdown(name))}(?![\w-])",
+                     lambda _: f'<a href="#{precondition_anchor(name)}" title="{html.escape(name)}">{words}</a>', out)
+    return _Html(out)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -1176,7 +1209,9 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
     if not profiles:
         lines += ["No profile has results yet: run `taser reproduce --profile cpu`.", ""]
     lines += verdict_counts_table(card, labels)
-    lines += [
+    lines += ["Each paper's claims come first, then how to read the verdicts, then the preconditions the claims rest on.",
+              ""]
+    claims_at, lines = len(lines), lines + [
         "## How to read the verdicts",
         "",
         "- **smoke** results come from tiny slices and only show that the pipeline runs: their numbers mean nothing. "
@@ -1233,11 +1268,13 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
                                          tables=_Tables(Path(results_root) / p, root=root))
                 statuses.append(_precondition_status(verdict))
                 full.append(f"  - {p}: *{_md(statuses[-1])}*" + (f": {_md(verdict.ours)}" if verdict.ours else ""))
-            rows.append([name, *statuses, ", ".join(users) or "–"])
+            rows.append([_Html(f'<span id="{precondition_anchor(name)}"></span>{escape_markdown(name)}'), *statuses,
+                         ", ".join(users) or "–"])
         # a short table to scan (a column each of statement and measurement made every row a screen tall), and
         # each precondition in full below it, as the claims are under each paper's table
         lines += _table(["precondition", *profiles, "claims"], rows) + full + [":::", ""]
 
+    guide, lines = lines[claims_at:], lines[:claims_at]  # the claims first: the guide and preconditions after them
     for paper, title in _papers(root, claims).items():
         part = card[card["paper"] == paper]
         lines += [f"## {title}", ""]
@@ -1249,7 +1286,7 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
                             [[_ClaimLink(r["id"], r["notebook"])
                               if link_pages and (root is None or (root / "notebooks" / f"{r['notebook']}.ipynb").is_file())
                               else r["id"],
-                              r[f"shown{suffix}"],
+                              verdict_in_words(r[f"shown{suffix}"], preconditions),
                               r[f"ER{suffix}"], r["paper's numbers"], r[f"ours{suffix}"]]
                              for _, r in part.iterrows()])
         lines += [f":::{{dropdown}} {_md(title)}: the claims in full, with their tests and verdicts", ""]
@@ -1267,5 +1304,5 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
                 lines.append(f"  - {p + ': ' if p else ''}*{_md(r[f'verdict{suffix}'])}*"
                              + (f": {_md(detail)}" if detail else ""))
         lines += [":::", ""]
-    atomic_write_text(out_md, "\n".join(lines))
+    atomic_write_text(out_md, "\n".join(lines + guide))
     return card

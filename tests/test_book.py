@@ -635,6 +635,47 @@ def test_committed_results_render_with_verdicts_and_figures(committed_book, comm
     assert "cpu" in text and "minutes" in text
 
 
+@pytest.mark.slow
+def test_the_front_page_and_the_scorecard_show_the_claims_first(committed_book, committed_server, browser):
+    """At 1280 x 900 the front page's key claims (book/headline.yaml) fit the first screen, each with a verdict that
+    links to its claim; the scorecard's first claim row is within the first 1,500 px; at 390 x 844 neither page is
+    wider than the screen."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from taser_book.book import load_headline
+
+    def view(entry: str, width: int, height: int) -> None:
+        browser.set_window_size(width, height)
+        chrome = browser.execute_script("return [outerWidth - innerWidth, outerHeight - innerHeight]")
+        browser.set_window_size(width + chrome[0], height + chrome[1])  # the viewport, not the window, at that size
+        browser.get(f"{committed_server}/{entry}.html")
+        WebDriverWait(browser, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+    try:
+        view("book/intro", 1280, 900)
+        headline = browser.execute_script("""
+            const t = document.querySelector('article .headline table'); if (!t) return null;
+            const rows = Array.from(t.querySelectorAll('tbody tr'));
+            return {bottom: t.getBoundingClientRect().bottom, height: innerHeight, rows: rows.length,
+                    verdicts: rows.map(r => (r.querySelector('a[href*="#claim-"]') || {}).textContent || '')};""")
+        assert headline is not None, "the front page has no table of key claims"
+        assert headline["rows"] == len(load_headline(REPO))
+        assert headline["bottom"] <= headline["height"], \
+            f"the key claims end at {headline['bottom']:.0f} px, below the first screen ({headline['height']} px)"
+        assert all(v.strip() for v in headline["verdicts"]), "a key claim has no verdict linked to its claim"
+        view("book/scorecard", 1280, 900)
+        first = browser.execute_script("""
+            const a = Array.from(document.querySelectorAll('article table td a[href*="#claim-"]'))[0];
+            return a ? a.getBoundingClientRect().top + scrollY : null;""")
+        assert first is not None and first <= 1500, f"the scorecard's first claim row is at {first} px"
+        for entry in ("book/intro", "book/scorecard"):
+            view(entry, 390, 844)
+            widths = browser.execute_script("return [document.documentElement.scrollWidth, innerWidth]")
+            assert widths[0] <= widths[1], f"{entry} is {widths[0]} px wide on a {widths[1]} px screen"
+    finally:
+        browser.set_window_size(1280, 1600)
+
+
 def test_book_pages_drop_timers_paths_and_missing_value_marks():
     from taser_book.executed import _clean_outputs
 

@@ -310,7 +310,10 @@ def test_an_unmet_precondition_makes_the_claim_not_testable_with_its_measurement
         text = page.read_text()
         assert "| 0 | 0 | 0 | 1 | 0 | 0 | 0 | 0 of 1 |" in text
         assert "## Preconditions" in text and "| precondition | cpu | claims |" in text
-        assert "| teacher-leads | not met | K-paired |" in text                      # the table to scan
+        assert '| <span id="pre-teacher-leads"></span>teacher-leads | not met | K-paired |' in text  # the table to scan
+        # the claim's verdict says which precondition in words, linked to its row
+        assert 'not testable here: needs <a href="#pre-teacher-leads" title="teacher-leads">the teacher leads</a>' \
+            in text
         assert "- **teacher-leads**. the teacher leads. Test: `teacher > b`." in text   # and each in full below it
         assert "  - cpu: *not met*: teacher=0.1, b=" in text
 
@@ -359,7 +362,7 @@ def test_a_precondition_per_group_excludes_only_its_unmet_groups(tmp_path):
     assert "size 2-384 not testable" in verdict.detail
     page = tmp_path / "scorecard.md"
     write_scorecard_page(root / "results", page, root=root)
-    assert "| trained | not met for 2-384; met for 6-384 | K-sizes |" in page.read_text()
+    assert "</span>trained | not met for 2-384; met for 6-384 | K-sizes |" in page.read_text()
 
 
 def test_settings_are_worded_by_status_and_names_with_commas_stay_readable():
