@@ -732,3 +732,15 @@ def test_a_malformed_missing_values_file_is_a_located_error(tmp_path, text, mess
     (tmp_path / "book" / "missing_values.yaml").write_text(text)
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_missing_value_notes(tmp_path)
+
+
+def test_every_reference_has_a_doi_or_a_url_and_names_in_unicode():
+    """book/references.bib: each entry links to the work (a DOI, or a URL where the venue has none), and accented
+    names are written in Unicode (pybtex's alpha labels mangle LaTeX accents: Baudi{\\v{s}} gave 'BaudivsvSedivy15')."""
+    text = (REPO / "book" / "references.bib").read_text(encoding="utf-8")
+    entries = re.split(r"(?m)^@", text)[1:]
+    assert len(entries) >= 20
+    for entry in entries:
+        key = entry.split("{", 1)[1].split(",", 1)[0]
+        assert re.search(r"(?m)^\s*(doi|url)\s*=\s*\{\S+\}", entry), f"{key}: no doi or url"
+        assert not re.search(r"\\[\"'`^~vcu]", entry), f"{key}: a LaTeX accent (write the name in Unicode)"

@@ -165,3 +165,41 @@ def test_evaluate_a_partial_run_on_a_qrels_set_counts_judged_queries(tmp_path, c
     assert "no results for 2 of the 3 judged queries" in capsys.readouterr().err
     result = json.loads((tmp_path / "r.trec.eval.json").read_text())
     assert result["ir_measures"]["nDCG@10"] == pytest.approx(1 / 3)  # q1 found, q2 and q3 count 0
+
+
+def test_search_writes_a_run_for_a_folder_without_qrels_at_pyserinis_depth(tmp_path, capsys):
+    """A folder of corpus.jsonl and queries.jsonl alone (Pyserini's --topics use): the run, and no qrels needed; the
+    default depth is 1,000, as Pyserini writes for trec_eval."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    docs = [{"_id": f"d{i}", "title": "", "text": f"passage {i} about topic {i % 3}"} for i in range(1200)]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "topic 1 passage"}\n')
+    run_path = tmp_path / "mine.trec"
+    assert main(["search", str(folder), "--retriever", "bm25", "--out", str(run_path)]) == 0
+    assert "without qrels: writing the run only" in capsys.readouterr().err
+    lines = run_path.read_text().splitlines()
+    assert len(lines) == 1000 and {ln.split()[0] for ln in lines} == {"q1"}
+
+
+def test_evaluate_takes_a_trec_qrels_file_in_either_order(qa_folder, tmp_path, capsys):
+    """`taser evaluate QRELS RUN` as trec_eval and ir_measures take it, or RUN QRELS; a plain TREC qrels file; two
+    files neither of which is a run is a one-line error that says the order."""
+    import ir_measures
+
+    run_path = tmp_path / "run.trec"
+    run_path.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\nq2 Q0 d3 1 1.0 x\nq9 Q0 d1 1 1.0 x\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d2 1\nq2 0 d3 2\n")
+    scores = []
+    for args in ([str(qrels), str(run_path)], [str(run_path), str(qrels)]):
+        assert main(["evaluate", *args, "--measures", "nDCG@10", "RR@10"]) == 0
+        capsys.readouterr()
+        scores.append(json.loads((tmp_path / "run.trec.eval.json").read_text())["ir_measures"])
+    want = ir_measures.calc_aggregate([ir_measures.parse_measure("nDCG@10"), ir_measures.parse_measure("RR@10")],
+                                      ir_measures.read_trec_qrels(str(qrels)), ir_measures.read_trec_run(str(run_path)))
+    assert scores[0] == scores[1]
+    assert scores[0]["nDCG@10"] == pytest.approx(want[ir_measures.parse_measure("nDCG@10")])
+    assert scores[0]["RR@10"] == pytest.approx(want[ir_measures.parse_measure("RR@10")])
+    assert main(["evaluate", str(qrels), str(qrels)]) == 2
+    assert "taser evaluate takes QRELS RUN" in _one_error_line(capsys)

@@ -46,10 +46,12 @@ def register(subparsers) -> None:
     p.set_defaults(func=_index)
 
     s = subparsers.add_parser("search", help="retrieve the top k passages per query; writes a TREC run")
-    s.add_argument("dataset", help=_DATASET_HELP)
+    s.add_argument("dataset", help=_DATASET_HELP + "; or a folder of corpus.jsonl and queries.jsonl alone (no qrels: "
+                   "the run only)")
     s.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), required=True)
     s.add_argument("--out", type=Path, required=True, help="TREC run file to write")
-    s.add_argument("-k", type=int, default=100, help="passages per query (default 100)")
+    s.add_argument("-k", type=int, default=1000, help="passages per query (default 1000, the depth Pyserini writes "
+                   "and trec_eval scores; the hybrid fuses --k-prime from each retriever)")
     s.add_argument("--bm25-index", type=Path, help="index folder from `taser index --retriever bm25` "
                                                   "(default: build one in memory)")
     s.add_argument("--dense-index", type=Path, help="index folder from `taser index --retriever dense` "
@@ -61,9 +63,14 @@ def register(subparsers) -> None:
     s.add_argument("--tag", default=None, help="run tag (default: the retriever name)")
     s.set_defaults(func=_search)
 
-    e = subparsers.add_parser("evaluate", help="score a TREC run: R@K for QA sets, ir-measures for qrels sets")
-    e.add_argument("run", type=Path, help="TREC run file")
-    e.add_argument("dataset", help=_DATASET_HELP + " (the one the run was made on)")
+    e = subparsers.add_parser("evaluate", help="score a TREC run: R@K for QA sets, ir-measures for qrels sets",
+                              description="Scores a TREC run. The two arguments go in either order: QRELS RUN as "
+                              "trec_eval and ir_measures take them, or RUN DATASET; each is told apart by what it "
+                              "holds (a run: 'qid Q0 docid rank score tag' lines; a TREC qrels file: 'qid 0 docid "
+                              "grade' lines; else a dataset).")
+    e.add_argument("first", metavar="QRELS|RUN", help="a TREC qrels file or a dataset (" + _DATASET_HELP
+                   + "), or the TREC run")
+    e.add_argument("second", metavar="RUN|DATASET", help="the TREC run, or the qrels file or dataset it was made on")
     e.add_argument("--ks", type=int, nargs="+", default=[1, 5, 20, 100], help="K of R@K (QA sets)")
     e.add_argument("--measures", nargs="+", default=["nDCG@10", "RR@10", "R@100"],
                    help="ir-measures measure strings (qrels sets)")
@@ -269,6 +276,72 @@ def _dense_run(args: argparse.Namespace, dataset, k: int):
         return dense_search(encoder, index, dataset.queries, k=k)
 
 
+def _search_set(spec: str):
+    """What `taser search` reads: any dataset spec, or a folder of corpus.jsonl and queries.jsonl alone (no qrels:
+    a user who only wants a run, as with Pyserini's `--topics`)."""
+    from taser_lib.data.formats.beir import read_beir_corpus, read_beir_queries
+    from taser_lib.data.types import Dataset
+
+    folder = Path(spec)
+    files = {name: next((folder / f"{name}.jsonl{gz}" for gz in ("", ".gz")
+                         if (folder / f"{name}.jsonl{gz}").is_file()), None) for name in ("corpus", "queries")}
+    if folder.is_dir() and all(files.values()) and not (folder / "qrels").exists() \
+            and not (folder / "meta.json").exists() and not (folder / "qrels.tsv").exists():
+        print(f"{spec}: corpus and queries without qrels: writing the run only", file=sys.stderr)
+        return Dataset(folder.name, "all", corpus=read_beir_corpus(files["corpus"]),
+                       queries=read_beir_queries(files["queries"]))
+    return _load_dataset(spec)
+
+
+def _run_lines(path: Path) -> int | None:
+    """The number of fields on the first non-blank line of a file (6: a TREC run, 4: TREC qrels); None when `path`
+    is not a readable file."""
+    if not path.is_file():
+        return None
+    from taser_lib.data.text import iter_lines
+
+    try:
+        for _, line in iter_lines(path):
+            if line.strip():
+                return len(line.split())
+    except (TaserError, UnicodeError, OSError):  # a zip, a binary file: not a run (it may be a dataset)
+        return None
+    return 0
+
+
+def _evaluation_inputs(first: str, second: str) -> tuple[Path, str]:
+    """(the run, the qrels file or dataset) of `taser evaluate`'s two arguments, in either order (ir_measures' QRELS
+    RUN, or RUN DATASET): the run is the file of 6-field lines. Neither a run: a one-line error saying so."""
+    fields = {arg: _run_lines(Path(arg)) for arg in (first, second)}
+    runs = [arg for arg in (first, second) if fields[arg] == 6]
+    if len(runs) == 1:
+        run = runs[0]
+        return Path(run), second if run == first else first
+    if not runs:
+        gone = [arg for arg in (first, second) if not Path(arg).exists()]
+        if len(gone) == 1:  # the other is a file or folder: this one was the run
+            raise TaserError(f"{gone[0]}: no such run file")
+        empty = [arg for arg in (first, second) if fields[arg] == 0]
+        if len(empty) == 1:
+            raise FormatError(empty[0], None, None, "the run is empty (no 'qid Q0 docid rank score tag' line)")
+        raise TaserError(f"neither {first} nor {second} is a TREC run ('qid Q0 docid rank score tag' per line): "
+                         "taser evaluate takes QRELS RUN, as trec_eval and ir_measures do, or RUN DATASET")
+    raise TaserError(f"both {first} and {second} read as TREC runs (6 fields per line): give the qrels file or the "
+                     "dataset as one of them")
+
+
+def _qrels_set(spec: str):
+    """The dataset `taser evaluate` scores against: a TREC qrels file ('qid 0 docid grade'), or any dataset spec."""
+    path = Path(spec)
+    if _run_lines(path) == 4:
+        from taser_lib.data.formats.trec import read_trec_qrels
+        from taser_lib.data.types import Dataset, Query
+
+        qrels = read_trec_qrels(path)
+        return Dataset(path.name, "qrels", queries={q: Query(q, "") for q in qrels}, qrels=qrels)
+    return _load_dataset(spec)
+
+
 def _search(args: argparse.Namespace) -> int:
     from taser_lib.retrieval.hybrid import fuse
     from taser_lib.retrieval.runs import write_run
@@ -278,7 +351,7 @@ def _search(args: argparse.Namespace) -> int:
     if args.retriever == "hybrid" and args.alpha is None:
         raise ConfigError("--retriever hybrid needs --alpha (TASER App. D: chosen on dev data from 0.5..2.0; "
                           "see taser_lib.retrieval.choose_alpha)")
-    dataset = _load_dataset(args.dataset)
+    dataset = _search_set(args.dataset)
     start = time.perf_counter()
     if args.retriever == "bm25":
         run = _bm25_run(args, dataset, args.k)
@@ -320,12 +393,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     from taser_lib.meta import run_metadata
     from taser_lib.retrieval.runs import read_run
 
-    if not args.run.is_file():
-        raise TaserError(f"{args.run}: no such run file" if not args.run.exists() else f"{args.run}: not a file")
+    args.run, args.dataset = _evaluation_inputs(args.first, args.second)
     run = read_run(args.run)
     if not run:
         raise FormatError(args.run, None, None, "the run is empty (no 'qid Q0 docid rank score tag' line)")
-    dataset = _load_dataset(args.dataset)
+    dataset = _qrels_set(args.dataset)
+    qrels_file = dataset.split == "qrels" and not dataset.corpus
+    if qrels_file:  # a plain qrels file judges some queries; a run's others are not scored, as in trec_eval
+        run = {q: docs for q, docs in run.items() if q in dataset.qrels} or run
     if args.corpus:
         if dataset.corpus:
             raise TaserError(f"{args.dataset} has passages of its own: --corpus is for question sets without them")
