@@ -153,6 +153,7 @@ def _threads_per_kernel(jobs: int):
 
 
 THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+REPRODUCE_ENV = "TASER_REPRODUCE"  # set for the kernels it runs: a page then leaves the saying where to the runner
 
 
 @contextlib.contextmanager
@@ -458,6 +459,7 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
         extra_profiles = (_kernel_env("TASER_PROFILES", str(Path(profiles_file).resolve())) if profiles_file
                           else contextlib.nullcontext())
         with _force_retrain(force), _Heartbeat(staging, start_utc, earlier), extra_profiles, \
+                _kernel_env(REPRODUCE_ENV, "1"), \
                 (_streaming(stem, total_cells) if progress else contextlib.nullcontext({})) as out:
             # The kernel starts in the notebook's folder through nbclient's resources, not papermill's `cwd`:
             # that one chdirs the whole process, which races between the threads of --jobs (nteract/papermill#473)

@@ -921,9 +921,28 @@ def publish(results_dir: str | os.PathLike | None, notebook: str, tables: Mappin
         meta = read_meta(results_dir) or {}
         meta["settings"] = json.loads(json.dumps(resolved, default=str))
         atomic_write_json(Path(results_dir) / META_NAME, meta)
+    tell_the_shell(f"taser: {notebook}: {len(tables)} table(s) saved in {Path(results_dir).resolve()}"
+                   if results_dir is not None else
+                   f"taser: {notebook}: results_dir is None, so nothing was saved (papermill ... -p results_dir DIR "
+                   f"saves the tables there; taser reproduce --only {notebook} publishes them in results/)")
     if not (claims_dir(root) / f"{notebook}.yaml").is_file():
         return None
     return notebook_claims(notebook, results_dir, root=root)
+
+
+def tell_the_shell(message: str) -> None:
+    """One line for whoever started a notebook by hand (papermill in a shell): in a kernel, on the process's own
+    stderr, which the shell shows (the notebook's output shows `print`s); elsewhere on stderr. `taser reproduce`
+    (which sets TASER_REPRODUCE for its kernels) says where results went itself."""
+    if os.environ.get("TASER_REPRODUCE"):
+        return
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    try:
+        print(message, file=stream, flush=True)
+    except (OSError, ValueError):  # a closed stream: nowhere to say it
+        pass
+    if stream is not sys.stderr:
+        print(message, file=sys.stderr)
 
 
 PRECONDITION_STATUS = {HOLDS: "met", FAILS: "not met", WITHIN_NOISE: "not shown"}
