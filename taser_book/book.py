@@ -766,8 +766,9 @@ def headline_section(card: pd.DataFrame, rows: Sequence[HeadlineRow], titles: Ma
         paper = title.rsplit("(", 1)[-1].split(",")[0] if "(" in title else title
         lines.append(f"| {escape_markdown(paper)}: {escape_markdown(row.says)} | {escape_markdown(row.paper_number)} | "
                      f"{escape_markdown(ours)} ({escape_markdown(row.metric)}) | {link} |")
-    lines += ["", ":::", "", f"Each verdict links to its claim on its page; rerun a page with `taser reproduce --profile "
-              f"{profile} --only PAGE`. Every claim is on the [scorecard](scorecard.md).", ""]
+    lines += ["", ":::", "", "Each verdict links to its claim on its page; rerun a page with "
+              f"`taser reproduce --profile {profile} --only PAGE`. Every claim is on the [scorecard](scorecard.md).",
+              ""]
     return "\n".join(lines)
 
 
