@@ -331,15 +331,15 @@ def _evaluation_inputs(first: str, second: str) -> tuple[Path, str]:
 
 
 def _qrels_set(spec: str):
-    """The dataset `taser evaluate` scores against: a TREC qrels file ('qid 0 docid grade'), or any dataset spec."""
+    """(the dataset `taser evaluate` scores against, whether it is a plain TREC qrels file ('qid 0 docid grade'))."""
     path = Path(spec)
     if _run_lines(path) == 4:
         from taser_lib.data.formats.trec import read_trec_qrels
         from taser_lib.data.types import Dataset, Query
 
         qrels = read_trec_qrels(path)
-        return Dataset(path.name, "qrels", queries={q: Query(q, "") for q in qrels}, qrels=qrels)
-    return _load_dataset(spec)
+        return Dataset(path.name, "qrels", queries={q: Query(q, "") for q in qrels}, qrels=qrels), True
+    return _load_dataset(spec), False
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -397,8 +397,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     run = read_run(args.run)
     if not run:
         raise FormatError(args.run, None, None, "the run is empty (no 'qid Q0 docid rank score tag' line)")
-    dataset = _qrels_set(args.dataset)
-    qrels_file = dataset.split == "qrels" and not dataset.corpus
+    dataset, qrels_file = _qrels_set(args.dataset)
     if qrels_file:  # a plain qrels file judges some queries; a run's others are not scored, as in trec_eval
         run = {q: docs for q, docs in run.items() if q in dataset.qrels} or run
     if args.corpus:
