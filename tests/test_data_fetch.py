@@ -30,11 +30,11 @@ def leftovers(folder: Path) -> list[str]:
 def _no_data_settings(monkeypatch):
     # These tests pass the data directory and mirror explicitly; a developer's or CI's settings must not leak in.
     monkeypatch.delenv("TASER_DATA_DIR", raising=False)
-    monkeypatch.delenv("TASER_DATA_MIRROR", raising=False)
+    monkeypatch.setenv("TASER_DATA_MIRROR", "")  # set but empty: no mirror
 
 def test_settings(tmp_path, monkeypatch):
     monkeypatch.delenv("TASER_DATA_DIR", raising=False)
-    monkeypatch.delenv("TASER_DATA_MIRROR", raising=False)
+    monkeypatch.setenv("TASER_DATA_MIRROR", "")  # set but empty: no mirror
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert resolve_data_dir() == tmp_path / "home" / ".cache" / "taser" / "data"
     assert resolve_mirror() is None

@@ -27,7 +27,7 @@ from taser_lib.retrieval.runs import read_run
 def _no_data_settings(monkeypatch):
     # Data directory and mirror are passed explicitly (or set here); a developer's settings must not leak in.
     monkeypatch.delenv("TASER_DATA_DIR", raising=False)
-    monkeypatch.delenv("TASER_DATA_MIRROR", raising=False)
+    monkeypatch.setenv("TASER_DATA_MIRROR", "")  # set but empty: no mirror
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 
 - Data directory: `resolve_data_dir()` = the explicit argument (CLI `--data-dir`), else $TASER_DATA_DIR, else
   ~/.cache/taser/data. Files sit at <data dir>/<folder>/<file>, the layout of the offline mirror.
-- Offline mirror: `resolve_mirror()` = the explicit argument (CLI `--mirror`), else $TASER_DATA_MIRROR: a local folder
-  laid out like ../shared/data. When set, files are copied from it and never downloaded, unless the mirror lacks
+- Offline mirror: `resolve_mirror()` = the explicit argument (CLI `--mirror`), else $TASER_DATA_MIRROR (empty: none),
+  else ../shared/data beside the checkout the package runs from: a local folder laid out like ../shared/data. When set, files are copied from it and never downloaded, unless the mirror lacks
   the file and the caller asked to download.
 - Checksums: every fetch hashes the file (also one already in place) and compares it with the registry's sha256
   and/or md5 (every one registered is checked); a mismatch raises ChecksumError and the bad bytes never reach the
@@ -91,8 +91,18 @@ def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path(chosen).expanduser().resolve()
 
 
+def checkout_mirror() -> Path | None:
+    """../shared/data beside the checkout this package runs from (an editable install), if that folder exists."""
+    root = Path(__file__).resolve().parents[2]
+    beside = root.parent / "shared" / "data"
+    return beside if (root / "pyproject.toml").is_file() and beside.is_dir() else None
+
+
 def resolve_mirror(explicit: str | os.PathLike | None = None) -> Path | None:
-    """The offline mirror (argument, else $TASER_DATA_MIRROR), or None when neither is set."""
+    """The offline mirror: the argument, else $TASER_DATA_MIRROR (set but empty: none), else ../shared/data beside
+    the checkout (`checkout_mirror`), else None."""
+    if not explicit and ENV_MIRROR not in os.environ:
+        return checkout_mirror()
     chosen = explicit or os.environ.get(ENV_MIRROR)
     if not chosen:
         return None

@@ -15,9 +15,11 @@ from pathlib import Path
 
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+from ..errors import TaserError
 from .auto import ARCHS, RETRIEVER_ARCHS, build_model, check_overrides, model_fields
 from .colbert import ColbertConfig, ColbertModel, maxsim
-from .common import RetrieverOutput, TokenReps, cat_reps, checkpoint_pooling, pool
+from .common import (TOKENIZER_FILES, RetrieverOutput, TokenReps, cat_reps, checkpoint_pooling, has_tokenizer,
+                     pool)
 from .convert import from_microsoft_naming, load_microsoft_taser, to_microsoft_naming
 from .cross_encoder import CrossEncoderConfig, CrossEncoderModel
 from .dpr import DPRConfig, DPRModel
@@ -50,7 +52,11 @@ def load_model(name_or_path: str | Path = "default", allow_pickle: bool = False,
 
 
 def load_tokenizer(name_or_path: str | Path = "default"):
-    return AutoTokenizer.from_pretrained(resolve_checkpoint(name_or_path))
+    path = resolve_checkpoint(name_or_path)
+    if not has_tokenizer(path):
+        raise TaserError(f"{path} has no tokenizer (none of {', '.join(TOKENIZER_FILES)}): save one there with "
+                         f"tokenizer.save_pretrained(...), or pass tokenizer= the checkpoint the model was built from")
+    return AutoTokenizer.from_pretrained(path)
 
 
 def load_encoder(name_or_path: str | Path = "default", *, tokenizer: str | Path | None = None,

@@ -199,7 +199,41 @@ class RetrieverOutput(ModelOutput):
     mlm_loss: torch.Tensor | None = None
 
 
-class BiEncoderMixin:
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+
+
+def has_tokenizer(folder: str | Path) -> bool:
+    """Whether `folder` holds a tokenizer's vocabulary (one of TOKENIZER_FILES)."""
+    return any((Path(folder) / name).is_file() for name in TOKENIZER_FILES)
+
+
+def save_tokenizer(model, folder: str | Path, tokenizer=None) -> None:
+    """Write `tokenizer`, else the tokenizer of the folder `model` was loaded or built from, into `folder`, unless
+    it already holds one or no such source is known."""
+    folder = Path(folder)
+    if tokenizer is None:
+        source = Path(str(getattr(model, "name_or_path", "") or ""))
+        if has_tokenizer(folder) or not str(source) or not source.is_dir() or not has_tokenizer(source):
+            return
+        if source.resolve() == folder.resolve():
+            return
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer.save_pretrained(folder)
+
+
+class SavesTokenizer:
+    """`save_pretrained` also writes the tokenizer (`save_tokenizer`; pass `tokenizer=` to choose it), so that
+    `load_encoder(folder)` works on every folder the library saved."""
+
+    def save_pretrained(self, save_directory, *args, tokenizer=None, **kwargs):
+        super().save_pretrained(save_directory, *args, **kwargs)
+        if kwargs.get("is_main_process", True):
+            save_tokenizer(self, save_directory, tokenizer)
+
+
+class BiEncoderMixin(SavesTokenizer):
     """Shared methods of `TaserModel`, `DPRModel` and `ColbertModel`. Subclasses implement `_encode(kind, ...)`
     returning (last_hidden_state, L_ent) and `_mlm(kind)` returning (MaskedLMHead, word embedding weights) of the tower
     that encodes `kind`, and hold `config.pooling`, `config.normalize`, `config.similarity_scale`,

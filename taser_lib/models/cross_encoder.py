@@ -16,7 +16,7 @@ from torch import nn
 from transformers import BertConfig, BertModel, PreTrainedModel
 
 from ..errors import ConfigError
-from .common import POOLINGS, described, pool
+from .common import POOLINGS, SavesTokenizer, described, pool
 from .weights import load_bert
 
 
@@ -32,7 +32,7 @@ class CrossEncoderConfig(BertConfig):
             raise ConfigError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
 
 
-class CrossEncoderModel(PreTrainedModel):
+class CrossEncoderModel(SavesTokenizer, PreTrainedModel):
     config_class = CrossEncoderConfig
     base_model_prefix = "cross_encoder"
     _no_split_modules = ["BertEmbeddings", "BertLayer"]

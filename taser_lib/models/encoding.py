@@ -26,7 +26,7 @@ about 1.6x faster than float32 at a minimum cosine to the float32 vectors of abo
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -43,7 +43,7 @@ from .common import PASSAGE_FORMATS, Kind, Reps, TokenReps, cat_reps, passage_st
 from .fused import KernelChoice, fused_cpu_linears
 from .precision import check_precision, resolve_precision
 
-PassageInput = str | tuple[str, str]
+PassageInput = str | tuple[str, str] | Mapping
 
 
 def default_device() -> torch.device:
@@ -51,11 +51,17 @@ def default_device() -> torch.device:
 
 
 def passage_pair(passage) -> tuple[str, str]:
-    """(title, text) from a plain string, a (title, text) tuple or an object with .title / .text."""
+    """(title, text) from a plain string, a (title, text) tuple, a record with "text" and an optional "title"
+    (a BEIR corpus.jsonl line as read by `json.loads`) or an object with .title / .text."""
     if isinstance(passage, str):
         return "", passage
     if isinstance(passage, tuple):
         return passage
+    if isinstance(passage, Mapping):
+        if not isinstance(passage.get("text"), str):
+            raise ConfigError(f"a passage record needs a \"text\" string (and may have a \"title\"); got the keys "
+                              f"{sorted(passage)}")
+        return passage.get("title") or "", passage["text"]
     return passage.title, passage.text
 
 
@@ -111,7 +117,8 @@ def model_passage_format(model) -> str:
 class DenseEncoder:
     """`encode_queries` / `encode_passages` (float32 arrays for a dense index) for a `TaserModel` or `DPRModel`
     and its tokenizer; `represent_queries` / `represent_passages` (the model's own representations, ColBERT's
-    token vectors too) for scoring with the model's `compute_similarity`.
+    token vectors too) for scoring with the model's `compute_similarity`; `encode(sentences, prompt_name)`,
+    `encode_query` and `encode_document` as sentence-transformers names them.
 
     `fuse_cpu_linears`: None (auto) runs oneDNN's fused linears on a CPU where they measured faster on this
     model's own batches (`models.fused.KernelChoice`); True or False forces them on or off (stock PyTorch kernels). `precision` is
@@ -191,6 +198,32 @@ class DenseEncoder:
     def encode_passages(self, passages: Sequence[PassageInput], batch_size: int | None = None) -> np.ndarray:
         enc = self.tokenize_passages(passages)
         return self._encode("passage", enc["input_ids"], enc.get("token_type_ids"), batch_size, desc="passages")
+
+    def encode(self, sentences: str | Sequence[PassageInput], prompt_name: str | None = None, *,
+               batch_size: int | None = None, show_progress_bar: bool | None = None) -> np.ndarray:
+        """sentence-transformers' `encode`: `prompt_name` "query" encodes questions, "document" (the default, as
+        sentence-transformers' asymmetric models) or "passage" encodes passages; one string gives one vector.
+        `show_progress_bar` (None: the encoder's `show_progress`) switches this call's bar."""
+        sides = {"query": self.encode_queries, "document": self.encode_passages, "passage": self.encode_passages,
+                 None: self.encode_passages}
+        if prompt_name not in sides:
+            raise ConfigError(f"prompt_name must be 'query', 'document' or 'passage', got {prompt_name!r}")
+        one = isinstance(sentences, str)
+        before = self.show_progress
+        self.show_progress = before if show_progress_bar is None else show_progress_bar
+        try:
+            out = sides[prompt_name]([sentences] if one else list(sentences), batch_size)
+        finally:
+            self.show_progress = before
+        return out[0] if one else out
+
+    def encode_query(self, sentences: str | Sequence[str], **kwargs) -> np.ndarray:
+        """`encode(sentences, "query")`, as sentence-transformers' `encode_query`."""
+        return self.encode(sentences, "query", **kwargs)
+
+    def encode_document(self, sentences: str | Sequence[PassageInput], **kwargs) -> np.ndarray:
+        """`encode(sentences, "document")`, as sentence-transformers' `encode_document`."""
+        return self.encode(sentences, "document", **kwargs)
 
     def represent_queries(self, texts: Sequence[str], batch_size: int | None = None) -> Reps:
         """The model's own representations of `texts` in input order, on the CPU in float32: `[n, d]` vectors,

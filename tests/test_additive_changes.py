@@ -1,0 +1,174 @@
+"""Declared result-preserving changes that add to a file (taser_book/result_preserving_changes.yaml entries whose
+`shown_by` is this test): every statement of the file at `from` is in the file at `to`, the same code with docstrings
+dropped, but for the names listed in CHANGED; each of those behaves as before on every input it took before (its
+check below runs the `from` and `to` versions side by side).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import types
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from git_versions import source_at
+
+REPO = Path(__file__).resolve().parents[1]
+TEST = "tests/test_additive_changes.py::test_each_change_keeps_what_was_there"
+
+
+def _entries() -> list[dict]:
+    entries = yaml.safe_load((REPO / "taser_book/result_preserving_changes.yaml").read_text(encoding="utf-8"))
+    return [e for e in entries if e.get("shown_by") == TEST]
+
+
+def _strip(node: ast.AST) -> ast.AST:
+    for child in ast.walk(node):
+        body = getattr(child, "body", None)
+        if (isinstance(child, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            child.body = body[1:] or [ast.Pass()]
+    return node
+
+
+def _parts(source: str) -> tuple[set, dict]:
+    """(import bindings, {name: code}) of a module: each def, class (and each method as Class.method, the class's
+    bases as Class()), assignment and other statement, docstrings dropped."""
+    imports, named = set(), {}
+    for i, node in enumerate(_strip(ast.parse(source)).body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports |= {(getattr(node, "module", None), getattr(node, "level", 0), a.name, a.asname)
+                        for a in node.names}
+        elif isinstance(node, ast.ClassDef):
+            named[f"{node.name}()"] = ast.dump(ast.Module(body=[], type_ignores=[])) + repr(
+                [ast.dump(b) for b in node.bases] + [ast.dump(d) for d in node.decorator_list])
+            for j, item in enumerate(node.body):
+                name = getattr(item, "name", None) or f"#{j}"
+                named[f"{node.name}.{name}"] = ast.dump(item)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            named[node.name] = ast.dump(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            named["=".join(ast.unparse(t) for t in targets)] = ast.dump(node)
+        else:
+            named[ast.unparse(node)] = ast.dump(node)
+    return imports, named
+
+
+def module_at(path: str, sha256: str) -> dict:
+    """The module `path` as it was at `sha256`, run in a namespace of its own (its relative imports resolve to the
+    package's current modules)."""
+    package = ".".join(Path(path).with_suffix("").parts[:-1] if not path.endswith("__init__.py")
+                       else Path(path).parts[:-1])
+    name = f"{package}._at_{sha256[:12]}"
+    if name not in sys.modules:  # registered, as dataclasses look their module up
+        module = types.ModuleType(name)
+        module.__package__, module.__file__ = package, str(REPO / path)
+        sys.modules[name] = module
+        exec(compile(source_at(path, sha256), path, "exec"), module.__dict__)
+    return sys.modules[name].__dict__
+
+
+# ---- the checks of what each change changed: the old and new versions agree on every input the old one took ----
+
+def _same_passage_pairs(old, new):
+    inputs = ["a passage", ("Title", "text"), ("", "untitled"), SimpleNamespace(title="T", text="x")]
+    assert [new["passage_pair"](p) for p in inputs] == [old["passage_pair"](p) for p in inputs]
+    assert old["PassageInput"] != new["PassageInput"]  # an annotation only: nothing reads it at run time
+
+
+def _saves_what_transformers_saved(old, new, tmp_path):
+    """The class bases gained SavesTokenizer: save_pretrained writes the bytes transformers' own save wrote, and
+    only adds the tokenizer's files."""
+    from transformers import PreTrainedModel
+
+    from taser_lib.models import CrossEncoderModel, TaserModel
+
+    for model in (TaserModel.from_bert("tiny", routing="deterministic"), CrossEncoderModel.from_bert("tiny")):
+        before, after = tmp_path / f"{type(model).__name__}-before", tmp_path / f"{type(model).__name__}-after"
+        PreTrainedModel.save_pretrained(model, before)
+        model.save_pretrained(after)
+        for f in before.iterdir():
+            assert (after / f.name).read_bytes() == f.read_bytes(), f.name
+        assert {f.name for f in after.iterdir()} - {f.name for f in before.iterdir()} <= {
+            "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"}
+
+
+def _same_tokenizers(old, new, tmp_path):
+    text = "who wrote hamlet? Shakespeare, in 1600."
+    for name in ("default", "tiny"):
+        a, b = old["load_tokenizer"](name), new["load_tokenizer"](name)
+        assert type(a) is type(b) and a(text)["input_ids"] == b(text)["input_ids"]
+
+
+def _same_checkpoints(old, new, tmp_path, monkeypatch):
+    from taser_lib.errors import TaserError
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    for name in ("default", "tiny", tmp_path / "folder"):
+        assert new["resolve_checkpoint"](name) == old["resolve_checkpoint"](name)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in (tmp_path / "file", "bert-base-uncased"):  # a file; a hub name that is not cached, offline
+        with pytest.raises(TaserError) as was:
+            old["resolve_checkpoint"](name)
+        with pytest.raises(TaserError) as now:
+            new["resolve_checkpoint"](name)
+        assert str(now.value) == str(was.value)
+
+
+def _same_bars(old, new, tmp_path):
+    for disable in (False, True):
+        a, b = old["tqdm"](total=3, disable=disable), new["tqdm"](total=3, disable=disable)
+        assert type(a) is type(b) and a.disable == b.disable
+        a.close(), b.close()
+
+
+def _same_mirrors(old, new, tmp_path, monkeypatch):
+    for value in (str(tmp_path), ""):  # the Makefile, CI and reproduce always set it; empty meant none
+        monkeypatch.setenv("TASER_DATA_MIRROR", value)
+        assert new["resolve_mirror"]() == old["resolve_mirror"]()
+        assert new["resolve_mirror"](tmp_path) == old["resolve_mirror"](tmp_path)
+
+
+CHANGED = {  # file: (the names the change may change, the check that they behave as before)
+    "taser_lib/models/encoding.py": ({"passage_pair", "PassageInput"}, _same_passage_pairs),
+    "taser_lib/models/common.py": ({"BiEncoderMixin()"}, _saves_what_transformers_saved),
+    "taser_lib/models/cross_encoder.py": ({"CrossEncoderModel()"}, _saves_what_transformers_saved),
+    "taser_lib/models/__init__.py": ({"load_tokenizer"}, _same_tokenizers),
+    "taser_lib/models/weights.py": ({"resolve_checkpoint"}, _same_checkpoints),
+    "taser_lib/progress.py": ({"_Tqdm.__call__"}, _same_bars),
+    "taser_lib/data/fetch.py": ({"resolve_mirror"}, _same_mirrors),
+}
+
+
+@pytest.mark.parametrize("entry", _entries(), ids=lambda e: e["file"])
+def test_each_change_keeps_what_was_there(entry, tmp_path, monkeypatch):
+    path = entry["file"]
+    allowed, check = CHANGED[path]
+    old_imports, old = _parts(source_at(path, entry["from"]))
+    new_imports, new = _parts(source_at(path, entry["to"]))
+    assert old_imports <= new_imports, f"{path}: imports dropped: {old_imports - new_imports}"
+    changed = {name for name, code in old.items() if new.get(name) != code}
+    assert changed <= allowed, f"{path}: changed beyond the declared {sorted(allowed)}: {sorted(changed - allowed)}"
+    before, after = module_at(path, entry["from"]), module_at(path, entry["to"])
+    kwargs = {"tmp_path": tmp_path, "monkeypatch": monkeypatch}
+    check(before, after, **{k: v for k, v in kwargs.items() if k in check.__code__.co_varnames})
+
+
+def test_every_file_this_test_proves_is_declared():
+    assert {e["file"] for e in _entries()} == set(CHANGED)
+
+
+def test_the_comparison_sees_a_changed_method_and_a_dropped_import():
+    base = "import os\n\nclass C(object):\n    '''Doc.'''\n    def f(self):\n        return 1\n"
+    imports, parts = _parts(base)
+    assert _parts(base.replace("'''Doc.'''", "'''Other doc.'''")) == (imports, parts)
+    assert _parts(base.replace("return 1", "return 2"))[1]["C.f"] != parts["C.f"]
+    assert _parts(base.replace("C(object)", "C(dict)"))[1]["C()"] != parts["C()"]
+    assert not imports <= _parts(base.replace("import os\n", ""))[0]
