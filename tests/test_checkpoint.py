@@ -46,7 +46,7 @@ def test_round_trip_resumes_exactly(tmp_path):
         train_step(model, opt, sched, gen)
     path = save_checkpoint(tmp_path, model, opt, sched, step=3, data_state={"epoch": 0, "batch": 3},
                            extra={"best_dev": 0.5}, generators={"sampler": gen})
-    assert path == tmp_path / "step-000000003" and (path / "model.safetensors").is_file()
+    assert path == tmp_path / "checkpoint-3" and (path / "model.safetensors").is_file()
     expected_draws = draw(gen)
     train_step(model, opt, sched, gen)
     expected_weights = {k: v.clone() for k, v in model.state_dict().items()}
@@ -100,7 +100,7 @@ def test_tied_plain_module_round_trip(tmp_path):
     save_checkpoint(tmp_path, model, None, None, step=1, data_state={})
     torch.manual_seed(1)
     other = tied_plain_module()
-    load_checkpoint(tmp_path / "step-000000001", other, restore_rng=False)
+    load_checkpoint(tmp_path / "checkpoint-1", other, restore_rng=False)
     assert torch.equal(other[0].weight, model[0].weight) and other[1].weight is other[0].weight
 
 
@@ -108,17 +108,17 @@ def test_keep_last_overwrite_and_validation(tmp_path):
     model, opt, sched = make_run(0)
     for step in (10, 20, 30):
         save_checkpoint(tmp_path, model, opt, sched, step=step, data_state={"step": step}, keep_last=2)
-    assert [p.name for p in list_checkpoints(tmp_path)] == ["step-000000020", "step-000000030"]
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["checkpoint-20", "checkpoint-30"]
     save_checkpoint(tmp_path, model, opt, sched, step=30, data_state={"again": True}, keep_last=2)
     assert load_checkpoint(latest_checkpoint(tmp_path), model).data_state == {"again": True}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-000000020", "step-000000030"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-20", "checkpoint-30"]
     with pytest.raises(ValueError, match="JSON"):
         save_checkpoint(tmp_path, model, opt, sched, step=40, data_state={"bad": object()})
     with pytest.raises(FileNotFoundError, match="not a checkpoint"):
         load_checkpoint(tmp_path, model)
     save_checkpoint(tmp_path, model, opt, None, step=50, data_state={})
     with pytest.raises(FileNotFoundError, match="scheduler.pt"):
-        load_checkpoint(tmp_path / "step-000000050", model, opt, sched)
+        load_checkpoint(tmp_path / "checkpoint-50", model, opt, sched)
     assert latest_checkpoint(tmp_path / "nothing-here") is None
 
 
@@ -133,8 +133,8 @@ def test_failed_overwrite_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         save_checkpoint(tmp_path, model, opt, sched, step=5, data_state={"v": 2})
     monkeypatch.undo()
-    assert [p.name for p in tmp_path.iterdir()] == ["step-000000005"]
-    assert load_checkpoint(tmp_path / "step-000000005", model, opt, sched).data_state == {"v": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint-5"]
+    assert load_checkpoint(tmp_path / "checkpoint-5", model, opt, sched).data_state == {"v": 1}
 
 
 CRASHING_WRITER = textwrap.dedent("""
@@ -166,10 +166,24 @@ def test_process_killed_mid_write_leaves_previous_checkpoint_loadable(tmp_path):
     leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
     assert len(leftovers) == 1 and (leftovers[0] / "optimizer.pt").read_bytes() == b"half a file"
     latest = latest_checkpoint(tmp_path)
-    assert latest == tmp_path / "step-000000001"  # keep_last=1 did not delete it before step 2 was complete
+    assert latest == tmp_path / "checkpoint-1"  # keep_last=1 did not delete it before step 2 was complete
     model = torch.nn.Linear(4, 3)
     assert load_checkpoint(latest, model, restore_rng=False).data_state == {"batch": 1}
     assert torch.equal(model.weight, torch.ones(3, 4))
     # the next save clears the crashed one's leftovers
     save_checkpoint(tmp_path, model, None, None, step=2, data_state={"batch": 2}, keep_last=1)
-    assert [p.name for p in tmp_path.iterdir()] == ["step-000000002"]
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint-2"]
+
+
+def test_checkpoints_have_hugging_faces_names_and_older_runs_resume(tmp_path):
+    """`checkpoint-<step>` as transformers' Trainer names them; a run folder of an older version, whose checkpoints
+    are `step-<9 digits>`, resumes from them and prunes them as its own."""
+    model, opt, sched = make_run(0)
+    old = save_checkpoint(tmp_path, model, opt, sched, step=5, data_state={"at": 5}, keep_last=2)
+    assert old.name == "checkpoint-5"
+    old = old.rename(tmp_path / "step-000000005")  # as the older version wrote it
+    assert latest_checkpoint(tmp_path) == old and load_checkpoint(old, model).data_state == {"at": 5}
+    for step in (10, 100):
+        save_checkpoint(tmp_path, model, opt, sched, step=step, data_state={"at": step}, keep_last=2)
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["checkpoint-10", "checkpoint-100"]  # by step, not name
+    assert load_checkpoint(latest_checkpoint(tmp_path), model).data_state == {"at": 100}

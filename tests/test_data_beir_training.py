@@ -61,13 +61,33 @@ def test_beir_source_errors():
         DataSource("trec", "train", "x")
 
 
-def test_beir_source_needs_answers_for_training_r_at_k(scifact_train_zip):
-    path, _ = scifact_train_zip
-    source = DataSource("beir", "train", str(path))
-    with pytest.raises(ConfigError, match="train_eval_questions: 0"):
-        R.load_training_set(source, RetrieverDataConfig(train=[source], dev=None), progress=False)
-    with pytest.raises(ConfigError, match="cannot be the dev set"):
-        R.dev_evaluator(RetrieverDataConfig(train=[source], dev=source), tokenizer=None, seed=0)
+def test_beir_queries_without_answers_are_scored_by_their_qrels(scifact_train_zip):
+    """SciFact's claims have no answers: the train slice and the dev set score nDCG@10 and judged R@K (ir-measures),
+    and a share of the split ("train[:25%]") holds out a dev set."""
+    from taser_lib.evaluation.metrics import evaluate
+    from taser_lib.evaluation.retrieval import QrelsEvaluator
+    from taser_lib.models import build_model, load_tokenizer
+
+    path, train = scifact_train_zip
+    dev, rest = DataSource("beir", "train[:25%]", str(path)), DataSource("beir", "train[25%:]", str(path))
+    data = RetrieverDataConfig(train=[rest], dev=dev, eval_ks=[5, 20], train_eval_questions=8)
+    judged = [q for q in train.qrels if q in train.queries]
+    loaded = R.load_training_set(rest, data, progress=False)
+    held = list(R.load_beir_source(dev).qrels)
+    assert held == judged[:len(judged) // 4] and not set(held) & {e.query.id for e in loaded.examples}
+    assert {e.query.id for e in loaded.examples} <= set(judged[len(judged) // 4:])
+    tokenizer = load_tokenizer("tiny")
+    shared = {}
+    evaluator = R.dev_evaluator(data, tokenizer, seed=0, progress=False, shared=shared)
+    sliced = R.train_slice_evaluator(loaded, data, tokenizer, seed=0, shared=shared)
+    assert isinstance(evaluator, QrelsEvaluator) and isinstance(sliced, QrelsEvaluator)
+    assert evaluator.passages is sliced.passages  # one corpus, encoded once per evaluation
+    model = build_model("dpr", "tiny")
+    scores = evaluator(model)
+    assert set(scores) == {"nDCG@10", "R@5", "R@20"} and all(0 <= v <= 1 for v in scores.values())
+    assert scores == evaluate(evaluator.run(model), evaluator.qrels, ["nDCG@10", "R@5", "R@20"])
+    with pytest.raises(ConfigError, match="a share of one such as"):
+        R.split_share("train[:10]")
 
 
 def test_taser_train_on_a_beir_zip(scifact_train_zip, tmp_path):

@@ -135,7 +135,7 @@ def test_curve_files_best_checkpoint_and_result(tmp_path):
     assert json.loads((out / "result.json").read_text())["best_step"] == 4
     assert len([json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]) == 6
     # keep_last=2: only the newest two checkpoints remain
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-000000004", "step-000000006"]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["checkpoint-4", "checkpoint-6"]
 
 
 def test_select_min_and_unknown_metric(tmp_path):
@@ -169,7 +169,7 @@ def test_resume_after_crash_is_bitwise_identical(tmp_path):
     config = cfg(tmp_path / "b", max_steps=10, grad_accum=2)
     with pytest.raises(Crash):
         run_training(toy_model(), crashing_loss, ToyBatches(), config, progress=False)
-    assert latest_checkpoint(tmp_path / "b" / "run" / "checkpoints").name == "step-000000006"
+    assert latest_checkpoint(tmp_path / "b" / "run" / "checkpoints").name == "checkpoint-6"
     resumed = toy_model(seed=123)  # different init: the checkpoint must overwrite it
     result = run_training(resumed, toy_loss, ToyBatches(), config, progress=False)
     assert result.final_step == 10
@@ -201,11 +201,11 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_last_checkpoint(tmp_path):
         return (loss * math.nan if calls["n"] == 5 else loss), logs
 
     model = toy_model()
-    with pytest.raises(NonFiniteLossError, match=r"loss is nan at step 5 .*step-000000004"):
+    with pytest.raises(NonFiniteLossError, match=r"loss is nan at step 5 .*checkpoint-4"):
         run_training(model, nan_at_step_5, ToyBatches(), cfg(tmp_path), progress=False)
     assert all(torch.isfinite(p).all() for p in model.parameters())  # no NaN reached the weights
     ckpt = latest_checkpoint(tmp_path / "run" / "checkpoints")
-    assert ckpt.name == "step-000000004"
+    assert ckpt.name == "checkpoint-4"
     fresh = toy_model(seed=9)
     assert load_checkpoint(ckpt, fresh).step == 4
     saved = load_file(ckpt / "model" / "model.safetensors")
@@ -258,7 +258,7 @@ def test_non_finite_weights_stop_the_run(tmp_path):
     with pytest.raises(NonFiniteLossError, match=r"a weight is nan after step 3; training stopped before any "
                                                  r"checkpoint or model of these weights was written"):
         run_training(toy_model(), poisoning_loss, ToyBatches(), cfg(tmp_path, max_grad_norm=None), progress=False)
-    assert [p.name for p in list_checkpoints(tmp_path / "run" / "checkpoints")] == ["step-000000002"]
+    assert [p.name for p in list_checkpoints(tmp_path / "run" / "checkpoints")] == ["checkpoint-2"]
 
 
 def test_evaluation_does_not_change_the_trajectory(tmp_path):

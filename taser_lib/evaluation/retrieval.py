@@ -5,6 +5,9 @@ weights, retrieve with faiss, score by DPR's answer matching (`evaluation.answer
     >>> evaluator = RecallEvaluator(queries, passages, tokenizer, ks=(1, 5, 20, 100))
     >>> evaluator(model)                                 # {"R@1": ..., "R@5": ..., "R@20": ..., "R@100": ...}
     >>> aggregates, per_query = evaluator.evaluate(model)  # and {"R@20": {query id: 0.0 or 1.0}, ...}
+
+Queries without answers (a BEIR folder's) are scored by their qrels instead: `QrelsEvaluator` gives nDCG@10 and
+the judged recall R@K (ir-measures' measures, as `taser evaluate` reports them).
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..data.answers import AnswerMatcher
-from ..data.types import Corpus, Queries
+from ..data.types import Corpus, Qrels, Queries
 from ..retrieval.dense import DenseIndex
 from .answer_recall import KS, Hits, answer_hits, hits_at_k, top_k_accuracy
+from .metrics import evaluate as qrels_measures
+from .metrics import per_query as qrels_per_query
 from .records import PerQuery
 
 if TYPE_CHECKING:  # torch and the models load only when a model is evaluated (`taser evaluate` needs neither)
@@ -86,3 +91,39 @@ class RecallEvaluator:
         """(R@K aggregates, {"R@K": {question id: 1.0 or 0.0}}): each aggregate is its per-query mean."""
         hits = self.hits(model)
         return top_k_accuracy(hits, self.ks), {f"R@{k}": hits_at_k(hits, k) for k in self.ks}
+
+
+class QrelsEvaluator:
+    """nDCG@10 and R@K (ir-measures over graded qrels) of the current model on fixed judged queries against a fixed
+    corpus: the dev-set score of data whose queries have no answers."""
+
+    def __init__(self, queries: Queries, qrels: Qrels, passages: PassageEmbeddings, tokenizer,
+                 ks: Sequence[int] = KS, max_query_length: int = 32, max_passage_length: int = 160,
+                 batch_size: int = 64, measures: Sequence[str] = ("nDCG@10",)):
+        self.qids = [q for q in queries if q in qrels]
+        if not self.qids or not passages.corpus:
+            raise ValueError("evaluation needs judged queries and a corpus")
+        self.queries, self.passages, self.tokenizer = queries, passages, tokenizer
+        self.qrels = {q: dict(qrels[q]) for q in self.qids}
+        self.measures = tuple(dict.fromkeys([*measures, *(f"R@{k}" for k in ks)]))
+        self.depth = max([int(m.rsplit("@", 1)[1]) for m in self.measures if "@" in m] or [100])
+        self.lengths, self.batch_size = (max_query_length, max_passage_length), batch_size
+
+    def run(self, model: torch.nn.Module):
+        """The run (`Run`: {query id: {doc id: score}}) of the model's current weights, `depth` deep."""
+        from ..models import DenseEncoder
+
+        encoder = DenseEncoder(model, self.tokenizer, max_query_length=self.lengths[0],
+                               max_passage_length=self.lengths[1], batch_size=self.batch_size,
+                               device=model_device(model), show_progress=False)
+        index = self.passages.index(encoder)
+        questions = encoder.encode_queries([self.queries[q].text for q in self.qids])
+        return index.search_run(self.qids, questions, min(self.depth, len(self.passages.doc_ids)))
+
+    def __call__(self, model: torch.nn.Module) -> dict[str, float]:
+        return qrels_measures(self.run(model), self.qrels, self.measures)
+
+    def evaluate(self, model: torch.nn.Module) -> tuple[dict[str, float], PerQuery]:
+        """(aggregates, {measure: {query id: value}})."""
+        run = self.run(model)
+        return qrels_measures(run, self.qrels, self.measures), qrels_per_query(run, self.qrels, self.measures)

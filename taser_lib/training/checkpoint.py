@@ -1,6 +1,7 @@
 """Training checkpoints that a killed run resumes from exactly.
 
-A checkpoint is a directory `<ckpt_dir>/step-<step, 9 digits>/` holding
+A checkpoint is a directory `<ckpt_dir>/checkpoint-<step>/` (Hugging Face Trainer's name; runs of older versions
+wrote `step-<step, 9 digits>/`, which are found and resumed from as well) holding
 - the model weights as safetensors: `model/` (config.json + model.safetensors, loadable with from_pretrained) for a
   transformers PreTrainedModel, else `model.safetensors` (safetensors.torch.save_model: tied tensors handled);
 - `optimizer.pt`, `scheduler.pt` (torch.save of the state dicts; loaded with weights_only=True);
@@ -36,7 +37,7 @@ from ..meta import run_metadata
 from ..models.weights import quiet_loading
 from .distributed import all_gather_objects, barrier, get_rank, get_world_size, is_main_process
 
-_NAME = re.compile(r"^step-(\d+)$")
+_NAME = re.compile(r"^(?:checkpoint|step)-(\d+)$")
 _STATE_FILE = "trainer_state.json"
 _TMP_PREFIX = ".tmp-"
 _OLD_PREFIX = ".old-"
@@ -52,7 +53,7 @@ class Checkpoint:
 
 
 def checkpoint_name(step: int) -> str:
-    return f"step-{step:09d}"
+    return f"checkpoint-{step}"
 
 
 def list_checkpoints(ckpt_dir: str | os.PathLike) -> list[Path]:
@@ -165,7 +166,7 @@ def save_checkpoint(ckpt_dir: str | os.PathLike, model: torch.nn.Module, optimiz
                     scheduler: Any | None, step: int, data_state: dict[str, Any],
                     extra: dict[str, Any] | None = None, keep_last: int | None = 3,
                     generators: dict[str, torch.Generator] | None = None) -> Path:
-    """Write `<ckpt_dir>/step-<step>/` atomically and return its path; then keep only the newest `keep_last`
+    """Write `<ckpt_dir>/checkpoint-<step>/` atomically and return its path; then keep only the newest `keep_last`
     checkpoints (None keeps all). Saving a step that already exists replaces it.
 
     `data_state` and `extra` must be JSON-serialisable (data position: epoch, batch index, sampler seed, ...).

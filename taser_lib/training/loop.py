@@ -27,7 +27,7 @@ evaluation callbacks; `run_training` does the rest:
 - Under torch.distributed the model is wrapped in DistributedDataParallel; every rank trains on its own shard
   (the batches' job), rank 0 evaluates and writes.
 
-Layout of output_dir: run_config.json, checkpoints/step-*/, curve.jsonl, curve.csv, log.jsonl, best/, final/,
+Layout of output_dir: run_config.json, checkpoints/checkpoint-*/, curve.jsonl, curve.csv, log.jsonl, best/, final/,
 result.json.
 """
 

@@ -18,7 +18,10 @@ retrieves with faiss and scores R@K by DPR's answer matching. Encoding a full co
 expensive, so the dev corpus may be a subset: the dev questions' positives and best hard negative plus a fixed seeded
 random sample of the corpus (`data.dev_corpus_sample`). R@K on such a subset is higher than on the full corpus; it
 tracks training, and the final model is scored on the full corpus by `taser evaluate` (which keeps per-query values
-for significance tests).
+for significance tests). Data whose questions have no answers (a BEIR folder) is scored by its qrels instead:
+nDCG@10 and the judged R@K (`evaluation.retrieval.QrelsEvaluator`). A beir source's split may name a share of a
+split, as Hugging Face datasets write it: "train[:10%]" (its first tenth of judged queries, in qrels order) as the
+dev set and "train[10%:]" as the training set hold out a dev set from a folder without qrels/dev.tsv.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +40,9 @@ import torch
 
 from ..data.squad_open import shared_squad_open, shared_training_examples
 from ..data.training_examples import TrainingExample, qrels_training_examples, read_dpr_retriever_json
-from ..data.types import Corpus, Document
+from ..data.types import Corpus, Dataset, Document, Qrels
 from ..errors import ConfigError, TaserError
-from ..evaluation.retrieval import PassageEmbeddings, RecallEvaluator
+from ..evaluation.retrieval import PassageEmbeddings, QrelsEvaluator, RecallEvaluator
 from ..models import build_model, load_tokenizer
 from ..models.encoding import model_passage_format, tokenize_passages
 from ..retrieval.datasets import ensure_prepared, load_evaluation_set
@@ -60,6 +64,7 @@ class TrainingSet:
     name: str
     examples: list[TrainingExample]
     corpus: Corpus | None = None
+    qrels: Qrels | None = None  # a beir source's judgements (graded), which score questions without answers
 
 
 def _squad_open_root(source: DataSource) -> Path:
@@ -75,6 +80,58 @@ def _squad_open_root(source: DataSource) -> Path:
 def source_name(source: DataSource) -> str:
     return {"squad-open": f"squad-open:{source.split}", "beir": f"{source.path}:{source.split}"}.get(
         source.format, str(source.path))
+
+
+_SHARE = re.compile(r"^(?P<split>[A-Za-z0-9_.-]+)(?P<share>\[(?:(?P<start>\d{1,3})%)?:(?:(?P<stop>\d{1,3})%)?\])?$")
+
+
+def split_share(split: str) -> tuple[str, int, int]:
+    """("train", 0, 10) of "train[:10%]", ("train", 10, 100) of "train[10%:]", ("train", 0, 100) of "train"."""
+    found = _SHARE.match(split)
+    if not found or (found["share"] and found["start"] is None and found["stop"] is None):
+        raise ConfigError(f"data source split {split!r}: expected a split name, or a share of one such as "
+                          f"'train[:10%]' or 'train[10%:]'")
+    start, stop = int(found["start"] or 0), int(found["stop"] or 100)
+    if not 0 <= start < stop <= 100:
+        raise ConfigError(f"data source split {split!r}: the share must run from 0% to 100%, start before stop")
+    return found["split"], start, stop
+
+
+def load_beir_source(source: DataSource) -> Dataset:
+    """The beir source's split, or its share (`split_share`): the judged queries from `start`% to `stop`% of the
+    qrels order (rounded down at both ends, so "train[:10%]" and "train[10%:]" part the split), their qrels, the whole
+    corpus."""
+    split, start, stop = split_share(source.split)
+    dataset = _read_beir(str(source.path), split)
+    if (start, stop) == (0, 100):
+        return dataset
+    judged = [q for q in dataset.qrels if q in dataset.queries]
+    kept = judged[len(judged) * start // 100:len(judged) * stop // 100]
+    if not kept:
+        raise ConfigError(f"{source_name(source)}: the share holds none of the split's {len(judged)} judged queries")
+    return dataclasses.replace(dataset, queries={q: dataset.queries[q] for q in kept},
+                               qrels={q: dataset.qrels[q] for q in kept})
+
+
+_BEIR_READ: dict[tuple, Dataset] = {}
+
+
+def _read_beir(path: str, split: str) -> Dataset:
+    """`load_evaluation_set(path, split)`, read once per process and file version: the training set and a dev share
+    of one split then hold one corpus, which an evaluation step encodes once (`PassageEmbeddings`)."""
+    folder = Path(path)
+    stamp = tuple((f.stat().st_mtime_ns, f.stat().st_size) for f in
+                  (folder, folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv")
+                  if f.exists())
+    key = (str(folder.resolve()) if folder.exists() else path, split, stamp)
+    if key not in _BEIR_READ:
+        _BEIR_READ.clear()  # one dataset at a time: a corpus can be large
+        _BEIR_READ[key] = load_evaluation_set(path, split)
+    return _BEIR_READ[key]
+
+
+def _answered(queries) -> bool:
+    return all(q.answers for q in queries)
 
 
 def add_bm25_negatives(examples: list[TrainingExample], corpus: Corpus, n: int, depth: int = 100,
@@ -96,15 +153,14 @@ def add_bm25_negatives(examples: list[TrainingExample], corpus: Corpus, n: int, 
 def load_training_set(source: DataSource, data: RetrieverDataConfig, progress: bool = True) -> TrainingSet:
     """Examples of one data source, each question's hard-negative pool cut to its first `hard_negative_pool`;
     BM25 hard negatives are added to the examples without any when the source has a corpus."""
+    qrels = None
     if source.format == "squad-open":
         root = _squad_open_root(source)
         examples, corpus = shared_training_examples(root, source.split), shared_squad_open(root).corpus
     elif source.format == "beir":
-        dataset = load_evaluation_set(source.path, source.split)
+        dataset = load_beir_source(source)
         examples, corpus = qrels_training_examples(dataset), dataset.corpus
-        if data.train_eval_questions and not all(e.query.answers for e in examples):
-            raise ConfigError(f"{source_name(source)}: its queries have no answers, and the training R@K "
-                              f"(data.train_eval_questions) matches answers: set data.train_eval_questions: 0")
+        qrels = dataset.qrels
     else:
         examples, corpus = read_dpr_retriever_json(source.path), None
     if not examples:
@@ -114,7 +170,7 @@ def load_training_set(source: DataSource, data: RetrieverDataConfig, progress: b
                     for e in examples]
     if corpus is not None and data.bm25_negatives:
         examples = add_bm25_negatives(examples, corpus, data.bm25_negatives, progress=progress)
-    return TrainingSet(source_name(source), examples, corpus)
+    return TrainingSet(source_name(source), examples, corpus, qrels)
 
 
 # --- batches ---------------------------------------------------------------------------------------------------
@@ -300,8 +356,14 @@ def dev_evaluator(data: RetrieverDataConfig, tokenizer, seed: int, progress: boo
     embeddings."""
     source = data.dev
     if source.format == "beir":
-        raise ConfigError("data.dev: R@K during training matches answers; a beir source cannot be the dev set yet "
-                          "(set data.dev: null and score the final model with `taser evaluate`)")
+        dataset = load_beir_source(source)
+        qids = _sample([q for q in dataset.qrels if q in dataset.queries], data.dev_questions, seed)
+        queries = {q: dataset.queries[q] for q in qids}
+        examples = [e for e in qrels_training_examples(dataset) if e.query.id in queries]
+        corpus = dataset.corpus if data.dev_corpus_sample is None else \
+            eval_corpus(examples, dataset.corpus, data.dev_corpus_sample, seed)
+        return _evaluator(queries, dataset.qrels, _embeddings(corpus, {} if shared is None else shared), tokenizer,
+                          data)
     if source.format == "squad-open":
         root = _squad_open_root(source)
         squad = shared_squad_open(root)
@@ -325,8 +387,20 @@ def train_slice_evaluator(train_set: TrainingSet, data: RetrieverDataConfig, tok
     examples = _sample(train_set.examples, data.train_eval_questions, seed)
     queries = {e.query.id: e.query for e in examples}
     corpus = eval_corpus(examples, train_set.corpus, data.dev_corpus_sample, seed)
+    if train_set.qrels is not None:
+        return _evaluator(queries, train_set.qrels, _embeddings(corpus, {} if shared is None else shared), tokenizer,
+                          data)
     return RecallEvaluator(queries, _embeddings(corpus, {} if shared is None else shared), tokenizer, data.eval_ks,
                            data.max_query_length, data.max_passage_length, data.eval_batch_size)
+
+
+def _evaluator(queries, qrels: Qrels, passages: PassageEmbeddings, tokenizer, data: RetrieverDataConfig):
+    """Answer recall R@K for questions that all have answers, else nDCG@10 and judged R@K from the qrels."""
+    if _answered(queries.values()):
+        return RecallEvaluator(queries, passages, tokenizer, data.eval_ks, data.max_query_length,
+                               data.max_passage_length, data.eval_batch_size)
+    return QrelsEvaluator(queries, qrels, passages, tokenizer, data.eval_ks, data.max_query_length,
+                          data.max_passage_length, data.eval_batch_size)
 
 
 # --- entry point -----------------------------------------------------------------------------------------------
@@ -349,6 +423,9 @@ def train_retriever(config: TrainConfig, *, train_sets: list[TrainingSet] | None
     `train_sets`, `model` and `tokenizer` replace what the config would load (hard-negative mining's round 2 passes
     its own); `fingerprint_extra` joins the config in the same-run check on resume.
     """
+    for source in [*config.data.train, *([config.data.dev] if config.data.dev is not None else [])]:
+        if source.format == "beir":
+            split_share(source.split)  # a malformed share fails before any data is read
     seed_everything(config.loop.seed)
     if model is None:
         model = build_retriever(config.model)
