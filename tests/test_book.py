@@ -676,6 +676,48 @@ def test_the_front_page_and_the_scorecard_show_the_claims_first(committed_book, 
         browser.set_window_size(1280, 1600)
 
 
+_FIT = """
+const art = document.querySelector('article'); const column = art.clientWidth;
+const wide = Array.from(art.querySelectorAll('table, img, svg, .cell_output pre'))
+  .filter(e => e.getBoundingClientRect().width > column + 2 || e.scrollWidth > e.clientWidth + 2)
+  .map(e => `${e.tagName}.${e.className} ${Math.round(Math.max(e.getBoundingClientRect().width, e.scrollWidth))}px`);
+const split = [];
+art.querySelectorAll('th').forEach(th => { const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT); let node;
+  while ((node = walk.nextNode())) { const re = /[A-Za-z]+/g; let m;
+    while ((m = re.exec(node.data))) { const r = document.createRange(); r.setStart(node, m.index);
+      r.setEnd(node, m.index + m[0].length);
+      if (Array.from(r.getClientRects()).filter(x => x.width > 0).length > 1) split.push(m[0]); } } });
+return {page: document.documentElement.scrollWidth, screen: innerWidth, column, wide, split};
+"""
+
+
+@pytest.mark.slow
+def test_every_page_fits_a_laptop_and_a_phone(committed_book, committed_server, browser):
+    """At 1280 x 900 no table or figure is wider than the text column (none needs a scroll bar of its own); at
+    390 x 844 no page is wider than the screen (a wide table scrolls inside itself) and no header word is split."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    problems = []
+    try:
+        for width, height in ((1280, 900), (390, 844)):
+            browser.set_window_size(width, height)
+            chrome = browser.execute_script("return [outerWidth - innerWidth, outerHeight - innerHeight]")
+            browser.set_window_size(width + chrome[0], height + chrome[1])
+            for entry in toc_files():
+                browser.get(f"{committed_server}/{entry}.html")
+                WebDriverWait(browser, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+                found = browser.execute_script(_FIT)
+                if width == 1280 and found["wide"]:
+                    problems.append(f"{entry} at {width}: wider than the {found['column']}-px column: {found['wide']}")
+                if found["page"] > found["screen"]:
+                    problems.append(f"{entry} at {width}: the page is {found['page']} px on a {found['screen']} px screen")
+                if found["split"]:
+                    problems.append(f"{entry} at {width}: header words split over lines: {found['split']}")
+    finally:
+        browser.set_window_size(1280, 1600)
+    assert not problems, "\n".join(problems)
+
+
 def test_book_pages_drop_timers_paths_and_missing_value_marks():
     from taser_book.executed import _clean_outputs
 
