@@ -200,6 +200,26 @@ def _same_checkpoints_found(old, new, tmp_path):
     assert new["_NAME"].match(new["checkpoint_name"](7))[1] == "7"
 
 
+def _bench_reads_as_before(old, new):
+    """taser_efficiency reads the bench records with find_results, by_name and describe_source (unchanged but for
+    describe_source's wording: the same machine, revision and day, without the folder path); machine_line differs only
+    for a GPU record; OPT_IN gains a benchmark that runs only when named."""
+    if "describe_source" in old:
+        bench_dir = REPO / "results" / "bench"
+        results, source = new["find_results"]([bench_dir])
+        assert results and results == old["find_results"]([bench_dir])[0]
+        was, now = " ".join(old["describe_source"](results, source)), " ".join(new["describe_source"](results, source))
+        for i, record in enumerate(results):  # the old wording named the first record's run, the new one every run
+            meta = record["meta"]
+            for fact in (meta["device"]["name"], str(meta["git_revision"])[:10], meta["time_utc"][:10]):
+                assert fact in now and (i > 0 or fact in was)
+    else:
+        cpu = [{"meta": {"device": {"type": "cpu", "name": "AMD EPYC", "cores": 2, "torch_threads": 2},
+                         "precision": {"native_bf16": False}, "versions": {"torch": "2.13.0"}}}]
+        assert new["machine_line"](cpu) == old["machine_line"](cpu)
+        assert set(old["OPT_IN"]) < set(new["OPT_IN"]) and new["NAMES"] == old["NAMES"]
+
+
 CHANGED = {  # file: (the names the change may change, the check that they behave as before)
     "taser_lib/models/encoding.py": ({"passage_pair", "PassageInput"}, _same_passage_pairs),
     "taser_lib/models/common.py": ({"BiEncoderMixin()"}, _saves_what_transformers_saved),
@@ -211,6 +231,9 @@ CHANGED = {  # file: (the names the change may change, the check that they behav
     "taser_lib/evaluation/retrieval.py": (set(), _nothing_changed),
     "taser_lib/training/checkpoint.py": ({"_NAME", "checkpoint_name"}, _same_checkpoints_found),
     "taser_lib/training/loop.py": (set(), _nothing_changed),
+    "taser_book/bench/__init__.py": ({"OPT_IN", "machine_line"}, _bench_reads_as_before),
+    "taser_book/bench/report.py": ({"describe_source", "implied_21m_lines", "MACHINE_QUANTITIES"},
+                                   _bench_reads_as_before),
     "taser_lib/training/retriever.py": ({"load_training_set", "dev_evaluator", "train_slice_evaluator",
                                          "train_retriever"}, _retriever_reads_and_scores_as_before),
 }
@@ -241,3 +264,38 @@ def test_the_comparison_sees_a_changed_method_and_a_dropped_import():
     assert _parts(base.replace("return 1", "return 2"))[1]["C.f"] != parts["C.f"]
     assert _parts(base.replace("C(object)", "C(dict)"))[1]["C()"] != parts["C()"]
     assert not imports <= _parts(base.replace("import os\n", ""))[0]
+
+
+def test_testbed_dropped_only_its_own_timer():
+    """notebooks/testbed.ipynb between its committed result (2928ef69...) and the page_settings version (8cb1ea...):
+    the same code cells but for the page's own timer (`import time`, `started = ...`, the "wall_s" parameter it
+    recorded; the runner records each page's wall time in meta.json). Declared in result_preserving_changes.yaml."""
+    import json
+
+    entry = next(e for e in yaml.safe_load((REPO / "taser_book/result_preserving_changes.yaml").read_text())
+                 if e.get("shown_by") == "tests/test_additive_changes.py::test_testbed_dropped_only_its_own_timer")
+
+    class DropTimer(ast.NodeTransformer):
+        def visit_Import(self, node):
+            return None if [a.name for a in node.names] == ["time"] else node
+
+        def visit_Assign(self, node):
+            if ast.unparse(node).startswith("started = time.perf_counter()"):
+                return None
+            return self.generic_visit(node)
+
+        def visit_Dict(self, node):
+            self.generic_visit(node)
+            keep = [(k, v) for k, v in zip(node.keys, node.values)
+                    if not (isinstance(k, ast.Constant) and k.value == "wall_s")]
+            node.keys, node.values = [k for k, _ in keep], [v for _, v in keep]
+            return node
+
+    def code(sha: str, drop: bool) -> list[str]:
+        cells = json.loads(source_at(entry["file"], sha))["cells"]
+        trees = [ast.parse("".join(c["source"])) for c in cells if c["cell_type"] == "code"]
+        return [ast.dump(DropTimer().visit(t) if drop else t) for t in trees]
+
+    before, after = code(entry["from"], True), code(entry["to"], False)
+    assert before == after
+    assert code(entry["from"], False) != after  # the timer was there, and only it went
