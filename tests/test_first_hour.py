@@ -150,7 +150,7 @@ def test_the_data_mirror_beside_the_checkout_is_found(tmp_path, monkeypatch):
     assert fetch.resolve_mirror() is None
 
 
-def test_a_papermill_shell_without_the_export_line_finds_the_mirror():
+def test_a_plain_shell_without_the_export_line_finds_the_mirror():
     """The checkout this test runs from: ../shared/data beside it (as CI lays it out) is the mirror."""
     beside = REPO.parent / "shared" / "data"
     assert beside.is_dir(), "tests need ../shared/data beside the checkout"

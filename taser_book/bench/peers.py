@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -154,7 +153,3 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "sizes": {"passages": n, "batch_size": batch, "max_length": max_length, "repeats": repeats},
         "notes": notes,
     }
-
-
-if __name__ == "__main__":  # pragma: no cover - `taser bench --only peers` is the way in
-    sys.exit("run it as: taser bench --only peers")
