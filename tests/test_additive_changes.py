@@ -7,6 +7,8 @@ check below runs the `from` and `to` versions side by side).
 from __future__ import annotations
 
 import ast
+import importlib
+import shutil
 import sys
 import types
 from pathlib import Path
@@ -61,17 +63,42 @@ def _parts(source: str) -> tuple[set, dict]:
     return imports, named
 
 
-def module_at(path: str, sha256: str) -> dict:
+# Modules that moved since (tests/test_moves.py): an old version finds each under its old name
+MOVED_MODULES = {"taser_lib.models.card": "taser_lib.export.card"}
+
+
+def _package(path: str) -> str:
+    return ".".join(Path(path).with_suffix("").parts[:-1] if not path.endswith("__init__.py") else Path(path).parts[:-1])
+
+
+def _name_at(path: str, sha256: str) -> str:
+    return f"{_package(path)}._at_{sha256[:12]}"
+
+
+def module_at(path: str, sha256: str, beside: tuple[tuple[str, str], ...] = ()) -> dict:
     """The module `path` as it was at `sha256`, run in a namespace of its own (its relative imports resolve to the
-    package's current modules)."""
-    package = ".".join(Path(path).with_suffix("").parts[:-1] if not path.endswith("__init__.py")
-                       else Path(path).parts[:-1])
-    name = f"{package}._at_{sha256[:12]}"
+    package's current modules, but for the (path, sha256) versions `beside`, which it imports instead)."""
+    package, name = _package(path), _name_at(path, sha256)
     if name not in sys.modules:  # registered, as dataclasses look their module up
         module = types.ModuleType(name)
         module.__package__, module.__file__ = package, str(REPO / path)
         sys.modules[name] = module
-        exec(compile(source_at(path, sha256), path, "exec"), module.__dict__)
+        swapped = {}
+        for i, (other, sha) in enumerate(beside):
+            module_at(other, sha, beside=beside[:i])  # each beside the versions named before it
+            swapped[".".join(Path(other).with_suffix("").parts)] = sys.modules[_name_at(other, sha)]
+        for old_name, new_name in MOVED_MODULES.items():  # an old version imports a moved module by its old name
+            swapped.setdefault(old_name, importlib.import_module(new_name))
+        current = {key: sys.modules.get(key) for key in swapped}
+        sys.modules.update(swapped)
+        try:
+            exec(compile(source_at(path, sha256), path, "exec"), module.__dict__)
+        finally:
+            for key, was in current.items():
+                if was is None:
+                    sys.modules.pop(key, None)
+                else:
+                    sys.modules[key] = was
     return sys.modules[name].__dict__
 
 
@@ -220,6 +247,128 @@ def _bench_reads_as_before(old, new):
         assert set(old["OPT_IN"]) < set(new["OPT_IN"]) and new["NAMES"] == old["NAMES"]
 
 
+def _same_losses(old, new):
+    """A loss object now checks its own hyperparameters, and a setting a loss does not take is an error where it was
+    dropped. Every loss, at its own settings' defaults and at other values, builds an object of the same class and
+    fields computing the same loss and extra-negative score, through `rerank_loss` and through DistillTraining;
+    DistillTraining keeps its fields (its saved form, so every run key); and no config file or recipe sets another
+    loss's setting away from its default, the one input the old code took that the new code refuses."""
+    import dataclasses
+
+    import torch
+
+    path = "taser_lib/training/rerank_losses.py"
+    entry = _entries_of(path)[-1]  # this change's entry of the file is its last
+    losses_before, losses_after = module_at(path, entry["from"]), module_at(path, entry["to"])
+    if "DistillTraining" in old:  # loaded beside the old rerank_losses (LOADED_WITH)
+        assert old["rerank_loss"] is losses_before["rerank_loss"]
+        assert [(f.name, f.default, f.type) for f in dataclasses.fields(old["DistillTraining"])] == \
+            [(f.name, f.default, f.type) for f in dataclasses.fields(new["DistillTraining"])]
+    g = torch.Generator().manual_seed(0)
+    s, t = torch.randn(1, 6, generator=g), torch.randn(1, 6, generator=g)
+    positives = torch.tensor([[True, False, True, False, False, False]])
+
+    def same(a, b):
+        assert (type(a).__name__, dataclasses.asdict(a)) == (type(b).__name__, dataclasses.asdict(b))
+        assert torch.equal(a(s, t, positives), b(s, t, positives))
+        assert torch.equal(a.extra_teacher_score(t[0]), b.extra_teacher_score(t[0]))
+
+    other = {"tau": 2.0, "tau_squared": True, "label_smoothing": 0.1, "focal_gamma": 3.0, "gamma0": 0.5}
+    for name in losses_before["RERANK_LOSSES"]:
+        own = losses_after["settings_of"](name)
+        for settings in [{}, *({k: other[k]} for k in own)]:
+            same(losses_before["rerank_loss"](name, **settings), losses_after["rerank_loss"](name, **settings))
+            if "DistillTraining" in old:
+                same(old["DistillTraining"](loss=name, **settings).objective,
+                     new["DistillTraining"](loss=name, **settings).objective)
+    from taser_lib.training.distill import DistillTraining
+
+    defaults = {f.name: f.default for f in dataclasses.fields(DistillTraining)}
+    recipes = yaml.safe_load((REPO / "taser_book/runs/variants.yaml").read_text(encoding="utf-8"))["reranking"]
+    trainings = [yaml.safe_load(f.read_text(encoding="utf-8")).get("training") or {}
+                 for f in sorted((REPO / "configs").glob("*.yaml"))]
+    trainings += [(r.get("set") or {}).get("training") or {} for r in recipes.values()]
+    for training in trainings:
+        loss = training.get("loss", defaults["loss"])
+        if loss in losses_after["RERANK_LOSSES"]:
+            own = losses_after["settings_of"](loss)
+            assert all(training[k] == defaults[k] for k in other if k in training and k not in own), training
+
+
+ROUTING_FILES = ("taser_lib/models/routing.py", "taser_lib/models/taser.py", "taser_book/analyses/routing.py")
+
+
+def _routing_stack(which: str) -> tuple[dict, dict]:
+    """(taser module, analyses.routing module) of the routing change's versions `which` ("from" or "to"), each
+    loaded beside that version of models/routing.py (and the analyses beside that taser)."""
+    routing, taser, analyses = ((path, _entries_of(path)[-1][which]) for path in ROUTING_FILES)
+    return module_at(*taser, beside=(routing,)), module_at(*analyses, beside=(routing, taser))
+
+
+def _same_routing(old, new, tmp_path):
+    """The input kind and the real-token mask reach the routing through the forward (routing_kind, routing_mask)
+    instead of attributes a context manager set on the layers. For every scheme, the old and the new model with the
+    same weights give the same vectors, entropy term and routing statistics for questions and passages, in evaluation
+    and in training (Gumbel sampling under one seed), with padding; expert usage reads back the same records."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    (old_taser, old_usage), (new_taser, new_usage) = _routing_stack("from"), _routing_stack("to")
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=6, num_attention_heads=4,
+                         intermediate_size=64, max_position_embeddings=64), add_pooling_layer=False
+              ).save_pretrained(tmp_path / "bert")
+    ids = torch.randint(5, 120, (3, 9), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = mask[2, 3:] = 0  # padding: Tok-R's entropy and usage count real tokens only
+    for routing, experts in [("deterministic", 2), ("sequence", 2), ("sequence", 3), ("token", 2), ("token", 4),
+                             ("shared", 1)]:
+        models = [module["TaserModel"].from_bert(tmp_path / "bert", routing=routing, num_experts=experts,
+                                                 passage_format="pair") for module in (old_taser, new_taser)]
+        models[1].load_state_dict(models[0].state_dict())
+        for training in (False, True):
+            outputs = []
+            for model in models:
+                model.train(training)
+                torch.manual_seed(7)
+                outputs.append([(model._represent(kind, ids, mask), model.routing_stats.get(kind))
+                                for kind in ("query", "passage")])
+            for (was, was_stats), (now, now_stats) in zip(*outputs):
+                assert torch.equal(was[0], now[0]) and torch.equal(was[1], now[1]), (routing, experts, training)
+                assert (was_stats is None) == (now_stats is None)
+                assert was_stats is None or all(torch.equal(a, b) for a, b in zip(was_stats, now_stats))
+        records = []
+        for model, usage in zip(models, (old_usage, new_usage)):
+            model.eval()
+            with usage["record_routing"](model) as found:
+                for kind in ("query", "passage"):
+                    model._represent(kind, ids, mask)
+            records.append([(r.layer, r.side, r.unit, r.experts.tolist(),
+                             None if r.token_ids is None else r.token_ids.tolist()) for r in found])
+        assert records[0] == records[1] and records[0], routing
+    model = new_taser["TaserModel"].from_bert(tmp_path / "bert", routing="deterministic")
+    with pytest.raises(ValueError, match="needs to know whether the batch holds questions or passages"):
+        BertModel.forward(model, input_ids=ids)
+
+
+def _saves_as_before_without_the_card(old, new, tmp_path):
+    """The loop saves a model as before, without README.md: the model card left the core (taser_lib.export.card),
+    and `taser train` and the run cache write it for a finished run. Only _save_model changed (no number of a run
+    reads the card)."""
+    from taser_lib.models import build_model, load_tokenizer
+
+    model, tokenizer = build_model("taser", "tiny"), load_tokenizer("default")
+    saved = []
+    for module in (old, new):  # into the same folder (a card names its run's folder)
+        shutil.rmtree(tmp_path / "run", ignore_errors=True)
+        module["_save_model"](tmp_path / "run" / "best", model, tokenizer)
+        saved.append({f.name: f.read_bytes() for f in (tmp_path / "run" / "best").iterdir()})
+    before, after = saved
+    if "README.md" not in after:  # this change (an earlier entry of the file changed nothing the save writes)
+        assert before.pop("README.md")
+    assert after == before
+
+
 CHANGED = {  # file: (the names the change may change, the check that they behave as before)
     "taser_lib/models/encoding.py": ({"passage_pair", "PassageInput"}, _same_passage_pairs),
     "taser_lib/models/common.py": ({"BiEncoderMixin()"}, _saves_what_transformers_saved),
@@ -230,13 +379,33 @@ CHANGED = {  # file: (the names the change may change, the check that they behav
     "taser_lib/data/fetch.py": ({"resolve_mirror"}, _same_mirrors),
     "taser_lib/evaluation/retrieval.py": (set(), _nothing_changed),
     "taser_lib/training/checkpoint.py": ({"_NAME", "checkpoint_name"}, _same_checkpoints_found),
-    "taser_lib/training/loop.py": (set(), _nothing_changed),
+    "taser_lib/training/loop.py": ({"_save_model", "import write_model_card"}, _saves_as_before_without_the_card),
+    "taser_lib/training/rerank_losses.py": ({"OneHot.__post_init__", "Focal.__post_init__", "_Softmax.__post_init__",
+                                            "rerank_loss", "settings_of", "_loss_class"}, _same_losses),
+    "taser_lib/models/routing.py": ({f"{c}.route" for c in ("Routing", "SharedRouting", "DeterministicRouting",
+                                                             "SequenceRouting", "TokenRouting")}, _same_routing),
+    "taser_lib/models/taser.py": ({"TaserLayer.__init__", "TaserLayer.forward", "TaserModel._routing",
+                                   "TaserModel._encode", "import contextmanager", "import Iterator"}, _same_routing),
+    "taser_book/analyses/routing.py": ({"record_routing"}, _same_routing),
+    "taser_lib/training/distill.py": ({"DistillTraining.__post_init__", "DistillTraining.objective",
+                                      "LOSS_SETTINGS", "_field_default"}, _same_losses),
     "taser_book/bench/__init__.py": ({"OPT_IN", "machine_line"}, _bench_reads_as_before),
-    "taser_book/bench/report.py": ({"describe_source", "implied_21m_lines", "MACHINE_QUANTITIES"},
+    "taser_book/bench/report.py": ({"describe_source", "implied_21m_lines", "MACHINE_QUANTITIES", "_reading"},
                                    _bench_reads_as_before),
     "taser_lib/training/retriever.py": ({"load_training_set", "dev_evaluator", "train_slice_evaluator",
                                          "train_retriever"}, _retriever_reads_and_scores_as_before),
 }
+
+
+# A file whose old version must run beside the old version of another changed file (it calls it at import, or
+# its old code calls the old signatures)
+LOADED_WITH = {"taser_lib/training/distill.py": ("taser_lib/training/rerank_losses.py",),
+               "taser_lib/models/taser.py": ("taser_lib/models/routing.py",),
+               "taser_book/analyses/routing.py": ("taser_lib/models/routing.py", "taser_lib/models/taser.py")}
+
+
+def _entries_of(path: str) -> list[dict]:
+    return [e for e in _entries() if e["file"] == path]
 
 
 @pytest.mark.parametrize("entry", _entries(), ids=lambda e: e["file"])
@@ -245,10 +414,12 @@ def test_each_change_keeps_what_was_there(entry, tmp_path, monkeypatch, shared_d
     allowed, check = CHANGED[path]
     old_imports, old = _parts(source_at(path, entry["from"]))
     new_imports, new = _parts(source_at(path, entry["to"]))
-    assert old_imports <= new_imports, f"{path}: imports dropped: {old_imports - new_imports}"
+    dropped = {f"import {name}" for _, _, name, _ in old_imports - new_imports}
+    assert dropped <= allowed, f"{path}: imports dropped beyond the declared: {sorted(dropped - allowed)}"
     changed = {name for name, code in old.items() if new.get(name) != code}
     assert changed <= allowed, f"{path}: changed beyond the declared {sorted(allowed)}: {sorted(changed - allowed)}"
-    before, after = module_at(path, entry["from"]), module_at(path, entry["to"])
+    companions = tuple((other, _entries_of(other)[-1]["from"]) for other in LOADED_WITH.get(path, ()))
+    before, after = module_at(path, entry["from"], beside=companions), module_at(path, entry["to"])
     kwargs = {"tmp_path": tmp_path, "monkeypatch": monkeypatch, "shared_data": shared_data}
     check(before, after, **{k: v for k, v in kwargs.items() if k in check.__code__.co_varnames})
 

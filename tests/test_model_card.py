@@ -1,6 +1,8 @@
-"""Model cards: the training loop writes README.md into best/ and final/ (front matter + architecture + the run's
-config), a finished run's cards gain its test metrics, and an export's card says how sentence-transformers loads
-it. The front matter is YAML that parses and holds the run's metrics."""
+"""Model cards (`taser_lib.export.card`, outside the core): a finished run's best/ and final/ get README.md (front
+matter + architecture + the run's config) from `refresh_model_cards`, which `taser train` and the run cache call,
+with its test metrics once it has them; an export's card says how sentence-transformers loads it. The front matter
+is YAML that parses and holds the run's metrics. The training loop itself writes no card, as transformers' own
+save_pretrained writes none."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import yaml
 
 from taser_lib.evaluation.records import record_evaluation
 from taser_lib.models import build_model, count_parameters, load_tokenizer
-from taser_lib.models.card import DEFAULT_HUB_ID, refresh_model_cards, write_model_card
+from taser_lib.export.card import DEFAULT_HUB_ID, refresh_model_cards, write_model_card
 from taser_lib.export import export_sentence_transformers
 from taser_lib.training.loop import LoopConfig, run_training
 from training_helpers import make_tiny_bert, one_thread  # noqa: F401  (fixture)
@@ -70,8 +72,10 @@ def trained_run(tmp_path_factory):
     return root / "run", model
 
 
-def test_training_loop_writes_a_card_with_architecture_and_config(trained_run):
+def test_a_finished_run_gets_a_card_with_architecture_and_config(trained_run):
     run, model = trained_run
+    assert not (run / "best" / "README.md").exists()  # the loop saves the model, the tokenizer and no card
+    assert refresh_model_cards(run) == [run / "best" / "README.md", run / "final" / "README.md"]
     for name in ("best", "final"):
         card = (run / name / "README.md").read_text()
         meta = front_matter(card)

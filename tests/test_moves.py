@@ -38,6 +38,7 @@ MOVES = [
      | {f"taser_lib.models.{m}": f"taser_lib.speed.{m}" for m in ("quantized", "onnx_int8")}
      | {"taser_lib.models.export": "taser_lib.export"},
      ("taser_lib.evaluation",)),
+    ("ce3e121", {"taser_lib.models.card": "taser_lib.export.card"}, ()),
 ]
 RENAMES = {old: new for _, moves, _ in MOVES for old, new in moves.items()}
 

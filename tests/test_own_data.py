@@ -62,6 +62,7 @@ def test_the_readme_own_data_commands_train_select_search_evaluate_and_export(my
         curve = [json.loads(line) for line in (my_beir / run / "curve.jsonl").read_text().splitlines()]
         assert best["nDCG@10"] == max(row["dev/nDCG@10"] for row in curve)  # best/ is the best dev nDCG@10
         assert (my_beir / run / "best" / "tokenizer.json").is_file()
+        assert "nDCG@10" in (my_beir / run / "best" / "README.md").read_text()  # taser train writes the card
     assert len(train_queries) == 40  # 36 trained on, 4 held out
 
     from taser_lib.evaluation.metrics import evaluate

@@ -82,17 +82,23 @@ def record_routing(encoder_or_model) -> Iterator[list[RoutingRecord]]:
 
     handles.append(model.embeddings.register_forward_pre_hook(remember_ids, with_kwargs=True))
 
+    routed: dict[int, tuple] = {}  # id(layer) -> the (kind, token mask) of its current forward call
+
+    def remember_routing(module, args, kwargs):
+        routed[id(module)] = (kwargs.get("routing_kind"), kwargs.get("routing_mask"))
+
     def router_hook(index: int, layer):
         def hook(module, args, output):
             if layer.training:
                 raise ConfigError("expert usage is read in evaluation mode (model.eval()): in training the routers "
                                   "sample their choice with Gumbel noise")
             choice = output.detach().float().argmax(-1)
-            side = SIDES[layer.kind]
+            kind, token_mask = routed[id(layer)]
+            side = SIDES[kind]
             if layer.strategy.unit == "sequence":
                 records.append(RoutingRecord(index, side, "sequence", choice.cpu().numpy()))
                 return
-            real = (layer.token_mask.bool() if layer.token_mask is not None
+            real = (token_mask.bool() if token_mask is not None
                     else torch.ones(choice.shape, dtype=torch.bool, device=choice.device))
             ids = current["ids"]
             token_ids = ids[real].cpu().numpy() if ids is not None and ids.shape == real.shape else None
@@ -101,11 +107,12 @@ def record_routing(encoder_or_model) -> Iterator[list[RoutingRecord]]:
 
     def expert_hook(index: int, layer, expert: int):
         def hook(module, args, output):
-            records.append(RoutingRecord(index, SIDES[layer.kind], "sequence",
+            records.append(RoutingRecord(index, SIDES[routed[id(layer)][0]], "sequence",
                                          np.full(args[0].shape[0], expert, dtype=np.int64)))
         return hook
 
     for index, layer in layers:
+        handles.append(layer.register_forward_pre_hook(remember_routing, with_kwargs=True))
         if layer.router is not None:
             handles.append(layer.router.register_forward_hook(router_hook(index, layer)))
         else:

@@ -195,6 +195,9 @@ MACHINE_QUANTITIES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("training step: TASER bf16 over fp32", "training", ("bf16_speedup", "TASER", "median"), "x"),
     ("training step: DPR bf16 over fp32", "training", ("bf16_speedup", "DPR", "median"), "x"),
     ("training: the precision it ran at (auto)", "training", ("default_precision",), "text"),
+    ("training step: DPR at fp32, fraction of the fp32 matmul peak", "training", ("fraction_of_peak", "DPR fp32"),
+     "fraction"),
+    ("encoding at length 256: fraction of the matmul peak", "hardware", ("fraction", "full"), "fraction"),
     ("search: faiss flat over numpy, SQuAD-open", "search", ("squad_open", "flat_speedup_over_numpy", "median"), "x"),
     ("search: faiss flat over numpy, random 100k", "search", ("random", "flat_speedup_over_numpy", "median"), "x"),
 ]
@@ -230,6 +233,8 @@ def _reading(value: Any, unit: str) -> str:
         return str(value) if isinstance(value, str) and value else "–"
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "–"
+    if unit == "fraction":
+        return f"{value:.0%}"
     return f"{value:+.2f} points" if unit == "points" else f"{value:.2f}x"
 
 

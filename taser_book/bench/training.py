@@ -10,6 +10,13 @@ state, plus a step's peak: activations and the gradients it creates), and the by
 Adam state held between steps. Every model also steps at fp32 and at bf16 explicitly, in the same round-robin: the
 bf16 speed-up per model, and the ops of a bf16 step that still compute in float32 (`float32_ops`, recorded with a
 dispatch mode: autocast's float32 list, the optimizer, and what follows from them).
+
+How close a step comes to the hardware: its FLOPs (`step_flops`: the encoder's forward over the batch's real tokens,
+as `hardware.encoder_flops` counts them, plus the in-batch score matrix; backward twice the forward, the usual
+accounting, since the gradients with respect to activations and to weights each repeat the forward's matmuls; AdamW's
+few FLOPs per parameter left out) over the fastest step, divided by the matmul peak in the step's precision: the
+faster of the fastest burst of square matrix products and the fastest product at the model's own FFN shape (the
+batch's passage tokens x hidden times hidden x FFN size), both timed in the same round-robin as the steps.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from taser_lib.training.config import RetrieverDataConfig
 from taser_lib.training.loop import LoopConfig, parameter_groups, to_device
 from taser_lib.training.retriever import RetrieverCollator, add_bm25_negatives, retriever_loss
 from . import inputs
-from .core import BenchConfig, PeakMemory, interleaved, paired_ratio, row, spread
+from .core import BenchConfig, PeakMemory, interleaved, paired_ratio, row, spread, timed
+from .hardware import encoder_flops, matmul_bursts
 
 NAME = "training"
 TITLE = "Training step: DPR vs TASER vs TASER_Shared"
@@ -98,6 +106,43 @@ def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any], precision: str)
     return model, optimizer, step
 
 
+def step_flops(config, batch: dict[str, Any]) -> dict[str, int]:
+    """FLOPs of one training step on `batch` (module docstring): the forward over the questions' and passages' real
+    tokens and the in-batch scores, and the whole step (forward + backward, three forwards). A DPR's two towers and
+    a TASER's one expert per layer cost the same."""
+    lengths = {side: [int(n) for n in batch[side]["attention_mask"].sum(dim=1).tolist()] for side in ("query", "passage")}
+    scores = 2 * len(lengths["query"]) * len(lengths["passage"]) * config.hidden_size
+    forward = encoder_flops(config, lengths["query"]) + encoder_flops(config, lengths["passage"]) + scores
+    return {"forward": forward, "step": 3 * forward, "real_tokens": sum(map(sum, lengths.values()))}
+
+
+def ffn_product(cfg: BenchConfig, tokens: int, hidden: int, intermediate: int, dtype: torch.dtype):
+    """(a call timing one product of the model's FFN shape, [tokens, hidden] x [hidden, intermediate], its FLOPs)."""
+    g = torch.Generator().manual_seed(cfg.seed)
+    a = torch.randn(tokens, hidden, generator=g).to(cfg.device, dtype)
+    b = torch.randn(hidden, intermediate, generator=g).to(cfg.device, dtype)
+    return (lambda: timed(lambda: torch.mm(a, b), cfg.device)[0]), 2 * tokens * hidden * intermediate
+
+
+def peak_rates(cfg: BenchConfig, batch: dict[str, Any], config) -> tuple[dict[str, Any], dict[str, Any]]:
+    """({name: a call to time in the round-robin}, {precision: a function of the calls' records -> FLOP/s}) for the
+    square matmul peak and the FFN product in fp32 and bf16 (each round records its fastest burst)."""
+    size, inner, bursts = cfg.pick(4096 if cfg.device == "cuda" else 1024, 256), cfg.pick(4, 1), cfg.pick(5, 1)
+    tokens = int(batch["passage"]["attention_mask"].numel())
+    calls, best = {}, {}
+    for precision in PRECISIONS:
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        run_bursts, burst_flops = matmul_bursts(cfg, size, inner, bursts, dtype)
+        ffn, ffn_flops_one = ffn_product(cfg, tokens, config.hidden_size, config.intermediate_size, dtype)
+        square: list[float] = []
+        shape: list[float] = []
+        calls[f"mm {precision}"] = lambda run=run_bursts, out=square: out.append(min(run()))
+        calls[f"ffn mm {precision}"] = lambda f=ffn, out=shape: out.append(min(f() for _ in range(bursts)))
+        best[precision] = {"square": (square, burst_flops), "ffn": (shape, ffn_flops_one)}
+    sizes = {"matmul_size": size, "products_per_burst": inner, "bursts_per_round": bursts, "ffn_tokens": tokens}
+    return calls, {"best": best, "sizes": sizes}
+
+
 _NOT_COMPUTE = ("copy", "view", "clone", "detach", "empty", "zeros", "ones", "fill", "expand", "slice", "select",
                 "t.default", "transpose", "permute", "reshape", "unsqueeze", "squeeze", "split", "_to_copy", "lift",
                 "alias", "as_strided", "new_", "unbind", "index", "cat", "stack", "embedding_dense", "_foreach")
@@ -140,7 +185,20 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             step()
         peak[name], method = memory.peak_bytes, memory.method
     fp32_in_bf16 = float32_ops(every["DPR", "bf16"][2])
-    all_times, losses = interleaved(steps, repeats, cfg.device, warmup=0)
+    config = trainers["DPR"][0].config
+    peak_calls, peaks = peak_rates(cfg, batch, config)
+    for call in peak_calls.values():  # warm-up, as the steps' first call above
+        call()
+    all_times, losses = interleaved({**steps, **peak_calls}, repeats, cfg.device, warmup=0)
+    for key in peak_calls:
+        del all_times[key], losses[key]
+    flops = step_flops(config, batch)
+    # the fastest burst of any round (contention only slows a run down), in FLOP/s
+    rate = {p: {kind: flop / min(seconds[1:] or seconds) for kind, (seconds, flop) in by_kind.items()}
+            for p, by_kind in peaks["best"].items()}  # the first record is the warm-up's
+    # the limit is the faster of the two products: the machine's square peak, or the model's own shape
+    fraction = {f"{name} {p}": flops["step"] / min(all_times[f"{name} {p}"]) / max(rate[p].values())
+                for name in ARCHS for p in PRECISIONS}
     times = {name: all_times[f"{name} {default}"] for name in ARCHS}
     bf16_speedup = {name: paired_ratio(all_times[f"{name} fp32"], all_times[f"{name} bf16"]) for name in ARCHS}
     held = {name: state_bytes(model, optimizer) for name, (model, optimizer, _) in trainers.items()}
@@ -162,6 +220,11 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             row("TASER_Shared / DPR step time", time_ratio["TASER_Shared"]["median"], "x"),
             *[row(f"{name} step time ({default})", spread(times[name])["median"], "s") for name in ARCHS],
             *[row(f"{name} peak training memory ({default})", total[name] / MIB, "MiB") for name in ARCHS],
+            *[row(f"{name} step, fraction of the {p} matmul peak", fraction[f"{name} {p}"])
+              for name in ARCHS for p in PRECISIONS],
+            *[row(f"{p} matmul peak ({kind})", rate[p][kind] / 1e9, "GFLOP/s")
+              for p in PRECISIONS for kind in ("square", "ffn")],
+            row("training step FLOPs (forward + backward)", flops["step"] / 1e9, "GFLOP"),
         ],
         "measured": {"step_seconds": times, "step_seconds_spread": {k: spread(v) for k, v in times.items()},
                      "step_seconds_by_precision": all_times,
@@ -170,8 +233,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                      "step_time_ratio_to_dpr": time_ratio, "state_bytes": held, "bytes_ratio_to_dpr": bytes_ratio,
                      "parameters": params, "peak_step_bytes": peak, "peak_training_bytes": total,
                      "peak_memory_method": method,
+                     "step_flops": flops, "matmul_flop_per_s": rate, "fraction_of_peak": fraction,
                      "last_loss": losses},
-        "sizes": {**shapes, "hard_negatives": 1, "repeats": repeats, "precision": default},
+        "sizes": {**shapes, "hard_negatives": 1, "repeats": repeats, "precision": default, "peak": peaks["sizes"]},
         "notes": ["step time ratio = median over rounds of (model's seconds / DPR's seconds), timed back to back",
                   f"the TASER / DPR rows, memory and bytes use the trainer's default precision, here {default} "
                   "(LoopConfig.precision = auto)",
@@ -183,5 +247,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                   f"peak step memory: {method}; tensors the step allocates (activations, its gradients), live at "
                   "once; peak training memory adds the parameters and Adam state held throughout",
                   "bytes held = parameters + gradients + AdamW's two moments, all fp32 (master weights stay fp32)",
-                  "optimizer: torch.optim.AdamW as the trainer builds it (torch's default implementation)"],
+                  "optimizer: torch.optim.AdamW as the trainer builds it (torch's default implementation)",
+                  "fraction of peak = step FLOPs (forward over real tokens + in-batch scores, backward twice the "
+                  "forward) / fastest step, over the matmul peak in the step's precision: the faster of square "
+                  "products and products at the model's FFN shape, timed in the same round-robin"],
     }

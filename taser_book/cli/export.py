@@ -26,7 +26,7 @@ def register(subparsers) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from taser_lib.models.card import stored_parameters
+    from taser_lib.export.card import stored_parameters
     from taser_lib.export import export_sentence_transformers
 
     out = export_sentence_transformers(args.run, args.out, force=args.force, max_query_length=args.max_query_length,

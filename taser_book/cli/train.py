@@ -78,6 +78,9 @@ def _train(args: argparse.Namespace) -> int:
             destroy_distributed()
     if not main:
         return 0
+    from taser_lib.export.card import refresh_model_cards
+
+    refresh_model_cards(config.loop.output_dir)  # best/ and final/ get their README.md: architecture, data, metrics
     summary = {"best_step": result.best_step, "best_metric": result.best_metric, "final_step": result.final_step,
                "select_metric": config.loop.select_metric, "paths": result.paths}
     if result.curve:

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, TaserError
 from ..io import atomic_dir
-from ..models.card import find_run_dir, write_model_card
+from .card import find_run_dir, write_model_card
 from ..models.colbert import ColbertModel
 from ..models.dpr import DPRModel
 from ..models.encoding import DenseEncoder, model_passage_format

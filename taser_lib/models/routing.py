@@ -12,7 +12,7 @@ the object (`config.strategy`); the model asks the object, never the name:
     >>> strategy = routing_strategy("sequence")
     >>> strategy.learned, strategy.default_experts, strategy.unit
     (True, 2, 'sequence')
-    >>> strategy.route(layer, h)        # inside TaserLayer.forward: the block's output for FFN input h
+    >>> strategy.route(layer, h, kind="query", token_mask=mask)   # inside TaserLayer.forward: the block's output
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ class Routing:
     def expert_names(self, num_experts: int) -> list[str]:
         return [f"FFN{i + 1}" for i in range(num_experts)]
 
-    def route(self, layer, h: torch.Tensor) -> torch.Tensor:
-        """The output of specialized block `layer` (a `taser.TaserLayer`: its experts, router and the batch's kind)
-        for its FFN input `h` ([batch, tokens, hidden])."""
+    def route(self, layer, h: torch.Tensor, kind: str | None, token_mask: torch.Tensor | None) -> torch.Tensor:
+        """The output of specialized block `layer` (a `taser.TaserLayer`: its experts and router) for its FFN input
+        `h` ([batch, tokens, hidden]) of a batch of `kind` ("query" or "passage", the forward's `routing_kind`)
+        whose real tokens `token_mask` marks ([batch, tokens], None: every token)."""
         raise NotImplementedError
 
 
@@ -68,7 +69,7 @@ class SharedRouting(Routing):
     def expert_names(self, num_experts: int) -> list[str]:
         return ["FFN"]
 
-    def route(self, layer, h):
+    def route(self, layer, h, kind, token_mask):
         return layer.experts[0](h)
 
 
@@ -79,18 +80,18 @@ class DeterministicRouting(Routing):
     def expert_names(self, num_experts: int) -> list[str]:
         return ["Q-FFN", "P-FFN"]
 
-    def route(self, layer, h):
-        if layer.kind not in ("query", "passage"):
+    def route(self, layer, h, kind, token_mask):
+        if kind not in ("query", "passage"):
             raise ValueError("deterministic routing needs to know whether the batch holds questions or "
                              "passages: call encode_query / encode_passage, not the BERT forward")
-        return layer.experts[0 if layer.kind == "query" else 1](h)
+        return layer.experts[0 if kind == "query" else 1](h)
 
 
 class SequenceRouting(Routing):
     name = "sequence"
     learned = True
 
-    def route(self, layer, h):
+    def route(self, layer, h, kind, token_mask):
         logits = layer.router(h[:, 0])  # u = FFN input of [CLS]
         layer.regularize(logits)
         return layer.dispatch(h, logits)
@@ -101,10 +102,10 @@ class TokenRouting(Routing):
     learned = True
     unit = "token"
 
-    def route(self, layer, h):
+    def route(self, layer, h, kind, token_mask):
         # each token on its own; entropy over real (non-padding) tokens only
         logits = layer.router(h)
-        real = (layer.token_mask.bool() if layer.token_mask is not None
+        real = (token_mask.bool() if token_mask is not None
                 else torch.ones(h.shape[:2], dtype=torch.bool, device=h.device))
         layer.regularize(logits[real])
         flat = layer.dispatch(h.reshape(-1, 1, h.shape[-1]), logits.reshape(-1, logits.shape[-1]))

@@ -18,15 +18,14 @@ microsoft/taser code, so their checkpoints convert without loss (`convert.py`). 
 - ``shared`` (TASER_Shared, I = 1): no specialization; the Siamese encoder, structurally plain BERT.
 
 The model is a `BertModel` (embeddings, masks, attention kernels and loading all stock) whose specialized layers
-are replaced by `TaserLayer`. BertModel.forward does not carry per-call information to its layers, so the input
-kind (question or passage) is handed to the specialized layers for the duration of one call (`_routing`).
+are replaced by `TaserLayer`. What routing needs of one call travels through the forward: BertModel.forward hands
+its extra keyword arguments to every layer, so `routing_kind` (question or passage) and `routing_mask` (the real
+tokens) reach each specialized block, and the shared blocks pass them by.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -118,9 +117,7 @@ class TaserLayer(GradientCheckpointingLayer):
         # A in R^{d x I}, c in R^I of Eq. 3; only learned routing has parameters.
         self.strategy = config.strategy
         self.router = nn.Linear(config.hidden_size, config.num_experts) if self.strategy.learned else None
-        # Set by TaserModel._routing for one forward call.
-        self.kind: Kind | None = None
-        self.token_mask: torch.Tensor | None = None
+        # What the last forward call's routing gave (read by TaserModel._encode).
         self.entropy: torch.Tensor | None = None
         self.stats: tuple[torch.Tensor, torch.Tensor] | None = None  # (per-unit, batch-average) entropy, detached
 
@@ -132,9 +129,11 @@ class TaserLayer(GradientCheckpointingLayer):
             self.stats = (routing_entropy(logits), batch_routing_entropy(logits))
 
     def forward(self, hidden_states, attention_mask=None, encoder_hidden_states=None,
-                encoder_attention_mask=None, cache=None, **kwargs) -> torch.Tensor:
+                encoder_attention_mask=None, cache=None, routing_kind: Kind | None = None,
+                routing_mask: torch.Tensor | None = None, **kwargs) -> torch.Tensor:
+        self.entropy = self.stats = None
         h, _ = self.attention(hidden_states, attention_mask, cache=cache, **kwargs)
-        return self.strategy.route(self, h)
+        return self.strategy.route(self, h, routing_kind, routing_mask)
 
     def dispatch(self, h: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         """Run each routed unit (row of `h`) through its chosen expert only, never every expert."""
@@ -185,22 +184,12 @@ class TaserModel(BiEncoderMixin, BertModel):
     def taser_layers(self) -> list[TaserLayer]:
         return [self.encoder.layer[i] for i in self.config.specialized_layers]
 
-    @contextmanager
-    def _routing(self, kind: Kind, attention_mask: torch.Tensor) -> Iterator[None]:
-        for layer in self.taser_layers:
-            layer.kind, layer.token_mask, layer.entropy, layer.stats = kind, attention_mask, None, None
-        try:
-            yield
-        finally:
-            for layer in self.taser_layers:
-                layer.kind = layer.token_mask = None
-
     def _encode(self, kind: Kind, input_ids, attention_mask, token_type_ids=None):
-        with self._routing(kind, attention_mask):
-            hidden = BertModel.forward(self, input_ids=input_ids, attention_mask=attention_mask,
-                                       token_type_ids=token_type_ids).last_hidden_state
-            entropies = [layer.entropy for layer in self.taser_layers if layer.entropy is not None]
-            stats = [layer.stats for layer in self.taser_layers if layer.stats is not None]
+        hidden = BertModel.forward(self, input_ids=input_ids, attention_mask=attention_mask,
+                                   token_type_ids=token_type_ids, routing_kind=kind,
+                                   routing_mask=attention_mask).last_hidden_state
+        entropies = [layer.entropy for layer in self.taser_layers if layer.entropy is not None]
+        stats = [layer.stats for layer in self.taser_layers if layer.stats is not None]
         # averaged over the specialized blocks, as the authors' moe_models.py does
         entropy = torch.stack(entropies).mean() if entropies else hidden.new_zeros(())
         if stats:

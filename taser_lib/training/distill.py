@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,7 +47,7 @@ from .cross_encoder import (TeacherScores, check_select_metric, quiet_unless_pro
                             score_and_cache_teacher)
 from . import msmarco  # noqa: F401  (registers the msmarco-passage testbed)
 from .loop import LoopConfig, TrainResult, run_training, seed_everything, unwrap_model
-from .rerank_losses import RERANK_LOSSES, RerankLoss, rerank_loss
+from .rerank_losses import RERANK_LOSSES, RerankLoss, rerank_loss, settings_of
 from .reranking import (CANDIDATE_CAPPED, GroupBatches, RerankingDataConfig, RerankingSet, sample_group,
                         teacher_top_group)
 from .retriever import build_retriever
@@ -94,10 +95,6 @@ class DistillTraining:
         self.objective  # noqa: B018  (an unknown loss name is a ConfigError here, naming the known ones)
         if self.group_size < 2:
             raise ConfigError(f"group_size must be at least 2 (a positive and a negative), got {self.group_size}")
-        if not self.tau > 0:
-            raise ConfigError(f"tau must be > 0, got {self.tau}")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ConfigError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
         if self.uniform_negatives < 0:
             raise ConfigError(f"uniform_negatives must be >= 0, got {self.uniform_negatives}")
         if not 0.0 <= self.token_dropout < 1.0:
@@ -109,13 +106,27 @@ class DistillTraining:
 
     @property
     def objective(self) -> RerankLoss:
-        """The loss object `loss` names, with this config's settings for it (tau, label smoothing, ...)."""
-        return rerank_loss(self.loss, tau=self.tau, tau_squared=self.tau_squared,
-                           label_smoothing=self.label_smoothing, focal_gamma=self.focal_gamma, gamma0=self.gamma0)
+        """The loss object `loss` names, built with this config's settings for it (tau, label smoothing, ...), which
+        it checks. A setting of another loss is an error unless it keeps its default: the config's saved form holds
+        every loss's settings, so a run key does not depend on which loss a run uses."""
+        own = settings_of(self.loss)
+        for setting in LOSS_SETTINGS:
+            value = getattr(self, setting)
+            if setting not in own and value != _field_default(setting):
+                raise ConfigError(f"training.{setting} = {value!r} is not a setting of loss {self.loss!r} "
+                                  f"(it takes {', '.join(sorted(own)) or 'none'})")
+        return rerank_loss(self.loss, **{setting: getattr(self, setting) for setting in own})
 
     @property
     def needs_teacher(self) -> bool:
         return self.objective.needs_teacher
+
+
+LOSS_SETTINGS = ("tau", "tau_squared", "label_smoothing", "focal_gamma", "gamma0")  # the losses' own, in the config
+
+
+def _field_default(name: str) -> Any:
+    return next(f.default for f in fields(DistillTraining) if f.name == name)
 
 
 # --- batches -------------------------------------------------------------------------------------------------------

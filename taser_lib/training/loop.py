@@ -54,7 +54,6 @@ from transformers import get_linear_schedule_with_warmup
 from ..errors import ConfigError, TaserError
 from ..io import atomic_dir, atomic_write_json, atomic_write_text
 from ..meta import run_metadata
-from ..models.card import write_model_card
 from ..models.precision import autocast, check_precision, resolve_precision
 from ..models.weights import quiet_loading
 from .checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
@@ -346,7 +345,6 @@ def _save_model(path: Path, model: torch.nn.Module, tokenizer: Any | None) -> No
         unwrap_model(model).save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
-        write_model_card(tmp, run_dir=path.parent)  # README.md: architecture, base model, the run's config
 
 
 # --- the loop -------------------------------------------------------------------------------------------------

@@ -9,6 +9,11 @@ that the teacher never scored is given as teacher score. The equations themselve
     >>> loss(s, t, positives)                               # one query's scores, shape [1, K]
     >>> SoftmaxCEDistill(tau=2.0) == loss                   # or build it directly
     True
+    >>> rerank_loss("m3se", tau=2.0)                        # a setting the loss does not take is an error
+    ConfigError: loss 'm3se' takes no setting tau (it takes none)
+
+A loss owns its hyperparameters: each class checks its own (`tau > 0`, label smoothing in [0, 1), `focal_gamma >= 0`)
+when it is built.
 
 Each loss has one spelling from notebook to object, with hyphens (`softmax-ce`): a student recipe's name is its
 architecture and that spelling (`de-softmax-ce`, `colbert-one-hot`), and the old underscore spelling of a config
@@ -66,6 +71,10 @@ class OneHot(RerankLoss):
     needs_teacher: ClassVar[bool] = False
     label_smoothing: float = 0.0
 
+    def __post_init__(self):
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
+
     def __call__(self, s, t, positives):
         return softmax_ce(s, torch.zeros(1, dtype=torch.long, device=s.device), alpha=self.label_smoothing)
 
@@ -78,6 +87,10 @@ class Focal(RerankLoss):
     name: ClassVar[str] = "focal"
     needs_teacher: ClassVar[bool] = False
     focal_gamma: float = 2.0
+
+    def __post_init__(self):
+        if not self.focal_gamma >= 0:
+            raise ConfigError(f"focal_gamma must be >= 0, got {self.focal_gamma}")
 
     def __call__(self, s, t, positives):
         return focal_loss(s, torch.zeros(1, dtype=torch.long, device=s.device), gamma=self.focal_gamma)
@@ -121,6 +134,10 @@ class _Softmax(RerankLoss):
     tau: float = 1.0
     tau_squared: bool = False
 
+    def __post_init__(self):
+        if not self.tau > 0:
+            raise ConfigError(f"tau must be > 0, got {self.tau}")
+
     def extra_teacher_score(self, t: torch.Tensor) -> torch.Tensor:
         return t.min() - NO_MASS * self.tau
 
@@ -159,14 +176,25 @@ class RankDistilB(RerankLoss):
         return rankdistil_b(s, t, positives, gamma0=self.gamma0)
 
 
+def settings_of(name: str) -> dict[str, Any]:
+    """{setting: default} of the loss called `name` (a ConfigError naming the known losses for an unknown name)."""
+    return {f.name: f.default for f in fields(_loss_class(name))}
+
+
 def rerank_loss(name: str, **settings: Any) -> RerankLoss:
-    """The loss called `name` with those of `settings` it takes (the others, e.g. `tau` for `mse`, are ignored:
-    a config holds every loss's settings)."""
+    """The loss called `name` with `settings`; a setting it does not take (`tau` for `m3se`) is a ConfigError."""
+    cls = _loss_class(name)
+    own = {f.name for f in fields(cls)}
+    if foreign := sorted(set(settings) - own):
+        raise ConfigError(f"loss {name!r} takes no setting {', '.join(foreign)} "
+                          f"(it takes {', '.join(sorted(own)) or 'none'})")
+    return cls(**settings)
+
+
+def _loss_class(name: str) -> type[RerankLoss]:
     if name not in RERANK_LOSSES:
         if isinstance(name, str) and name.replace("_", "-") in RERANK_LOSSES:  # the spelling before one name per loss
             raise ConfigError(f"loss {name!r} is spelled {name.replace('_', '-')!r} (the name the variants, "
                               f"notebooks and run keys use)")
         raise ConfigError(f"loss must be one of {tuple(RERANK_LOSSES)}, got {name!r}")
-    cls = RERANK_LOSSES[name]
-    own = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in settings.items() if k in own})
+    return RERANK_LOSSES[name]

@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 
 from ..io import atomic_write_text
-from .routing import ROUTING_LABELS, ROUTING_STRATEGIES, routing_strategy
-from .weights import DEFAULT, DEFAULT_DESCRIPTION
+from ..models.routing import ROUTING_LABELS, ROUTING_STRATEGIES, routing_strategy
+from ..models.weights import DEFAULT, DEFAULT_DESCRIPTION
 
 CARD_FILE = "README.md"
 DEFAULT_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the packaged offline default is
