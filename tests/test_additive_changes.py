@@ -91,9 +91,14 @@ def module_at(path: str, sha256: str, beside: tuple[tuple[str, str], ...] = ()) 
             swapped.setdefault(old_name, importlib.import_module(new_name))
         current = {key: sys.modules.get(key) for key in swapped}
         sys.modules.update(swapped)
+        from taser_lib.training.config import KINDS
+
+        kinds = dict(KINDS)  # an old trainer registers its kind at import: today's registrations stay
         try:
             exec(compile(source_at(path, sha256), path, "exec"), module.__dict__)
         finally:
+            KINDS.clear()
+            KINDS.update(kinds)
             for key, was in current.items():
                 if was is None:
                     sys.modules.pop(key, None)

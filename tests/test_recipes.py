@@ -102,8 +102,8 @@ def test_the_teacher_takes_its_own_sizes(monkeypatch):
     assert student.loop.max_steps == 6  # ceil(24 questions / 4 per step)
     assert student.teacher.model == "/runs/ca/best"
     recipes.reranking_run("de-softmax-ce", 13, {**sized, "n_queries": 10}, teacher=teacher,
-                          changes=[changes.training(label_smoothing=0.1)])
-    assert calls[-1].data.dev_queries == 10 and calls[-1].training.label_smoothing == 0.1  # the page's, last
+                          changes=[changes.training(tau=2.0)])
+    assert calls[-1].data.dev_queries == 10 and calls[-1].training.tau == 2.0  # the page's, last
     with pytest.raises(ConfigError, match="teacher="):
         recipes.reranking_run("de-softmax-ce", 13, sized)
 

@@ -28,10 +28,11 @@ TARGET_RATIO = 1.05
 
 
 def _every_expert_forward(layer, hidden_states, attention_mask=None, encoder_hidden_states=None,
-                          encoder_attention_mask=None, cache=None, **kwargs) -> torch.Tensor:
+                          encoder_attention_mask=None, cache=None, routing_kind=None, routing_mask=None,
+                          **kwargs) -> torch.Tensor:
     h, _ = layer.attention(hidden_states, attention_mask, cache=cache, **kwargs)
     outputs = torch.stack([expert(h) for expert in layer.experts])  # I-fold FFN compute
-    return outputs[0 if layer.kind == "query" else 1]
+    return outputs[0 if routing_kind == "query" else 1]
 
 
 @contextmanager
