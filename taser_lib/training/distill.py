@@ -122,7 +122,7 @@ class DistillTraining:
         return self.objective.needs_teacher
 
 
-LOSS_SETTINGS = ("tau", "tau_squared", "label_smoothing", "focal_gamma", "gamma0")  # the losses' own, in the config
+LOSS_SETTINGS = tuple(dict.fromkeys(s for name in RERANK_LOSSES for s in settings_of(name)))  # every loss's, in the config
 
 
 def _field_default(name: str) -> Any:
