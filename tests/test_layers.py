@@ -6,7 +6,7 @@ at the top.
 The layers, lowest first, as the README lists them (each package's __init__.py repeats its list):
 
     taser_lib:  errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training -> speed, export
-    taser_book: analyses -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> runner -> book -> reproduce, bench -> cli
+    taser_book: analyses -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> pages -> runner -> book -> reproduce, bench -> cli
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("runs",),
         ("plots",),
         ("scorecard",),
+        ("pages",),
         ("runner",),
         ("book",),
         ("reproduce", "bench"),

@@ -42,11 +42,16 @@ def test_a_parameters_cell_names_no_model_or_size_and_the_next_cell_resolves_the
     assigned = [node.targets[0].id for node in ast.parse(cell.source).body]
     assert tuple(assigned) == PARAMETERS_CELL
     after = _cells(nb)[_cells(nb).index(cell) + 1]
-    calls = [n for n in ast.walk(ast.parse(after.source)) if isinstance(n, ast.Assign)
-             and isinstance(n.value, ast.Call) and getattr(n.value.func, "id", None) == "page_settings"]
-    assert calls, f"{path.name}: the cell after the parameters does not call page_settings"
-    call = calls[0].value
-    assert [a.value if isinstance(a, ast.Constant) else a.id for a in call.args] == [path.stem, "profile", "overrides"]
+    tree = ast.parse(after.source)
+    calls = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)]
+    resolving = [c for c in calls if getattr(c.func, "id", None) == "page_settings"]
+    moved = [c for c in calls if ast.unparse(c.func) == f"{path.stem}.settings"]  # a page module (taser_book/pages)
+    assert resolving or moved, f"{path.name}: the cell after the parameters does not call page_settings"
+    args = [a.value if isinstance(a, ast.Constant) else a.id for a in (resolving or moved)[0].args]
+    assert args == ([path.stem] if resolving else []) + ["profile", "overrides"]
+    if moved:
+        assert any(isinstance(n, ast.ImportFrom) and n.module == "taser_book.pages"
+                   and path.stem in [a.name for a in n.names] for n in tree.body)
     assert path.stem in load_pages()
 
 
