@@ -263,6 +263,14 @@ def _shows_claims(source: str) -> bool:
     return "publish(" in source or "notebook_claims(" in source
 
 
+def _shows_preconditions(source: str) -> bool:
+    """Whether a notebook cell shows the page's preconditions: `notebook_preconditions(...)`, or a page module's
+    `page.preconditions()` (taser_book/pages)."""
+    if "import" in source:
+        return False
+    return "notebook_preconditions(" in source or source.strip().endswith(".preconditions()")
+
+
 _VERDICT_ORDER = ("holds", "fails", "within noise", "not testable here", "not run", "planned")
 
 
@@ -310,7 +318,7 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
                 and "import" not in cell.source:
             cell.outputs = [_claims_output(claims)]
         elif cell.cell_type == "code" and preconditions is not None and not preconditions.empty and executed \
-                is not None and "notebook_preconditions(" in cell.source and "import" not in cell.source:
+                is not None and _shows_preconditions(cell.source):
             cell.outputs = [_preconditions_output(preconditions)]
     nb.metadata.pop("widgets", None)  # the progress-bar widgets' saved state: their outputs are gone
 

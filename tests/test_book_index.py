@@ -96,6 +96,13 @@ def test_a_page_of_preconditions_shows_them_in_its_chapter_row_and_under_its_tit
         "- **probe-ca-leads-de** (not met for squad-open, 200 questions — met for wikiqa, all questions). "
         "the CA leads. Measured: gap=-0.5.")
     assert cells[1].outputs == []
+    # a page module's cell (taser_book/pages) shows them the same way
+    nb.cells[2].source = "page.preconditions()"
+    nbformat.write(nb, tmp_path / "moved.ipynb")
+    book_notebook(tmp_path / "moved.ipynb", tmp_path / "moved.ipynb", tmp_path / "moved-page.ipynb",
+                  meta={"profile": "cpu"}, claims=claims(), preconditions=pre)
+    moved = nbformat.read(tmp_path / "moved-page.ipynb", as_version=4).cells
+    assert moved[2].outputs[0]["data"]["text/markdown"] == cells[2].outputs[0]["data"]["text/markdown"]
 
 
 def test_sections_go_before_their_heading_or_at_the_end():
