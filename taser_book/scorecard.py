@@ -89,16 +89,29 @@ class Verdict:
     effect_ratio: float | None = None  # ER of the first comparison with the paper's numbers (None: not comparable)
     delta_ri: float | None = None      # its delta relative improvement
     groups: Mapping[str, str] | None = None  # per value of the claim's `over` column: its status
+    # The direction the claim's own test observed, whatever the verdict (e.g. "dist < de", per group), and that
+    # test's deciding p-value; for a claim not testable for want of a precondition, the test run regardless of it.
+    direction: str = ""
+    direction_p: float | None = None
+    reversal: bool = False      # that test found the opposite of the claim, significantly (a fail, or one hidden)
 
     @property
     def short(self) -> str:
         """The verdict as the scorecard's table shows it: "holds (p = 0.002)", "fails: dist < de (p = 0.0002)",
-        "not testable here: needs teacher-leads" (the precondition that does not hold)."""
+        "within noise: dist > de (p = 0.31)", "not testable here: needs teacher-leads; observed dist < de
+        (p = 0.0002, a significant reversal)" (the precondition that does not hold, then what the claim's own test
+        saw regardless of it)."""
         text = self.status
         if self.status in (FAILS, NOT_TESTABLE) and self.observed:
             text += f": {self.observed}"
+        elif self.status == WITHIN_NOISE and self.direction:
+            text += f": {self.direction}"
         if self.p_value is not None and self.status in (HOLDS, FAILS, WITHIN_NOISE):
             text += f" (p = {self.p_value:.2g})"
+        if self.status == NOT_TESTABLE and self.direction:
+            said = [f"p = {self.direction_p:.2g}"] if self.direction_p is not None else []
+            said += ["a significant reversal"] if self.reversal else []
+            text += f"; observed {self.direction}" + (f" ({', '.join(said)})" if said else "")
         return text + (" · stale" if self.stale else "")
 
     @property
@@ -674,7 +687,7 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
                        observed="needs a noise test")
     tested = [g for g in groups if skip is None or not skip(g)]
     statuses: dict[str | None, str] = {}
-    notes, failed, observed = [], [], []
+    notes, failed, observed, seen = [], [], [], []
     p_values: dict[str, list[float]] = {}  # per status: the p-values that decided it
     reproduction = None
     family: dict[str | None, list[_Compared]] = {}
@@ -696,6 +709,7 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
             status = _group_status(compared)
             p_values.setdefault(status, []).extend(c.p_value for c in compared if c.status == status)
             observed += [label + c.observed for c in compared if c.status == FAILS]
+            seen += [label + c.observed for c in compared]
             if reproduction is None:
                 reproduction = _reproduction(claim, compared, values[group], group)
             notes.append(label + "; ".join(
@@ -719,9 +733,11 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
                   f"{', '.join(absent)}; {detail}")
     deciding = p_values.get(status)
     er, dri = reproduction if reproduction is not None else (None, None)
-    return Verdict(status, ours, detail, p_value=max(deciding) if deciding else None, observed="; ".join(observed),
+    p_value = max(deciding) if deciding else None
+    return Verdict(status, ours, detail, p_value=p_value, observed="; ".join(observed),
                    effect_ratio=er, delta_ri=dri,
-                   groups={str(g): s for g, s in statuses.items() if g is not None} or None)
+                   groups={str(g): s for g, s in statuses.items() if g is not None} or None,
+                   direction="; ".join(seen), direction_p=p_value, reversal=status == FAILS)
 
 
 def _required(name: str, registry: Mapping[str, Claim], tables: _Tables, root: Path | None) -> Verdict:
@@ -739,7 +755,29 @@ def _unmet_reason(name: str, pre: Claim, verdict: Verdict) -> str:
 
 def _judge(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[str, Claim] | None) -> Verdict:
     """The claim's verdict, after its preconditions: a precondition that does not hold makes the claim (or, for a
-    precondition measured per value of the claim's own `over` column, that value) *not testable here*."""
+    precondition measured per value of the claim's own `over` column, that value) *not testable here*. Such a
+    verdict still tells what the claim's own test observed, run regardless of the precondition (`_ungated`)."""
+    verdict = _gated(claim, tables, root, registry)
+    if verdict.status == NOT_TESTABLE and claim.requires:
+        return _ungated(claim, tables, root, verdict)
+    return verdict
+
+
+def _ungated(claim: Claim, tables: _Tables, root: Path | None, verdict: Verdict) -> Verdict:
+    """`verdict` (not testable for want of a precondition) with the direction, p-value and reversal that the
+    claim's own test finds on the same tables when no precondition is asked for. The status stays: the test's
+    premise does not hold, so its outcome is a direction to report, not a verdict."""
+    try:
+        seen = _evaluate(claim, tables, root)
+    except _Problem:
+        return verdict
+    if seen.status not in TESTABLE or not seen.direction:
+        return verdict
+    return replace(verdict, direction=seen.direction, direction_p=seen.direction_p, reversal=seen.reversal)
+
+
+def _gated(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[str, Claim] | None) -> Verdict:
+    """`_judge` before the ungated direction is added."""
     registry = registry or {}
     if claim.requires:
         untested = _evaluate(claim, tables, root, skip=lambda g: True)  # no result, no claim: not run, not judged
@@ -1066,7 +1104,7 @@ def build_scorecard(results_root: str | os.PathLike, claims: Sequence[Claim] | N
             suffix = f" ({profile})" if profile else ""
             row.update({f"ours{suffix}": verdict.ours, f"verdict{suffix}": verdict.status,
                         f"shown{suffix}": verdict.short, f"detail{suffix}": verdict.detail,
-                        f"ER{suffix}": verdict.er,
+                        f"ER{suffix}": verdict.er, f"reversal{suffix}": verdict.reversal,
                         f"delta RI{suffix}": "" if verdict.delta_ri is None or math.isnan(verdict.delta_ri)
                         else f"{verdict.delta_ri:+.2f}",
                         f"stale{suffix}": verdict.stale or ""})
@@ -1193,15 +1231,18 @@ def verdict_counts_table(card: pd.DataFrame, profiles: Sequence[str]) -> list[st
     """The verdict counts per profile as Markdown table lines (the scorecard's summary; the book's front page too)."""
     labels = list(profiles) or [""]
     show_error = any((card[f"verdict{' (' + p + ')' if p else ''}"] == ERROR).any() for p in labels)
-    header = ["profile", *VERDICTS, *([ERROR] if show_error else []), "stale", "testable"]
+    header = ["profile", *VERDICTS, *([ERROR] if show_error else []), "stale", "testable", "reversed"]
     rows = []
     for p in labels:
         suffix = f" ({p})" if p else ""
         col = card[f"verdict{suffix}"]
-        counts = [int((col == v).sum()) for v in header[1:-2]]
+        counts = [int((col == v).sum()) for v in header[1:-3]]
         testable = int(col.isin(TESTABLE).sum())
+        reversed_ = card[f"reversal{suffix}"].astype(bool) if f"reversal{suffix}" in card else col == FAILS
+        hidden = int((reversed_ & (col == NOT_TESTABLE)).sum())
         rows.append([p or "(none)", *counts, int((card[f"stale{suffix}"] != "").sum()),
-                     f"{testable} of {len(col)}"])
+                     f"{testable} of {len(col)}",
+                     f"{int(reversed_.sum())}" + (f" ({hidden} not testable)" if hidden else "")])
     return _table(header, rows)
 
 
@@ -1242,7 +1283,7 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         "paired randomisation or t-test for \"A beats B\", two one-sided tests for \"within m\", a non-inferiority "
         "test with the claim's margin for \"on par\", an exact binomial test for a share, a two-sample test for "
         "unpaired groups. A failed claim shows the direction observed.",
-        f"  - *{WITHIN_NOISE}*: the test cannot decide.",
+        f"  - *{WITHIN_NOISE}*: the test cannot decide; the direction it observed is shown.",
         "  - **Training-seed noise.** A test paired over questions sees only the questions' noise: it asks whether "
         "these two trained models differ, not whether their two recipes do, and two runs of one recipe with "
         "different seeds differ on the same questions too. Where a claim compares trained models, its verdict must "
@@ -1257,7 +1298,11 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         f"and can only hold or fail ({NO_NOISE}).",
         f"  - *{NOT_TESTABLE}*: the claim has neither a noise test nor exact numbers, or a precondition it rests on "
         "(the teacher leads, every compared model trained past its initialisation, the metric below its ceiling) "
-        "was measured and does not hold, so the claim is not judged; the reason gives the measurement.",
+        "was measured and does not hold, so the claim is not judged; the reason gives the measurement, and the row "
+        "still shows the direction and p-value the claim's own test observes when run regardless of the precondition "
+        "(\"a significant reversal\" where that test would read *fails*).",
+        "- **reversed** (in the summary) counts the claims whose own test finds the opposite of what the paper says, "
+        f"significantly: the *{FAILS}* verdicts and the reversals that a *{NOT_TESTABLE}* row would otherwise hide.",
         f"  - *{NOT_RUN}*: the notebook has no result for it at that profile; *{PLANNED}*: the notebook that will "
         "reproduce it is not written yet; *stale*: the notebook or a library file it uses changed since the result "
         "was made.",

@@ -368,7 +368,7 @@ def test_a_paired_randomisation_test_decides_within_noise(tmp_path):
     assert "paired randomisation test, alpha 0.05" in verdict.detail
     assert f"taser > dpr: within noise, observed taser < dpr, p = {expected.p_value:.3g} over 60 values of " \
            "'query_id'" in verdict.detail
-    assert verdict.short == f"within noise (p = {expected.p_value:.2g})"
+    assert verdict.short == f"within noise: squad-open: taser < dpr (p = {expected.p_value:.2g})"  # its direction
 
 
 def test_a_separated_difference_holds_or_fails(tmp_path):

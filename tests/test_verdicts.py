@@ -14,6 +14,7 @@ from scipy import stats
 
 from taser_book.claims import load_claims, load_claims_files
 from taser_lib.errors import FormatError
+from taser_lib.evaluation import randomisation_test
 from taser_book.analyses import hypothesis
 from taser_book.scorecard import (FAILS, HOLDS, NOT_TESTABLE, WITHIN_NOISE, build_scorecard, evaluate_claim,
                                  write_scorecard_page)
@@ -316,6 +317,30 @@ def test_an_unmet_precondition_makes_the_claim_not_testable_with_its_measurement
             in text
         assert "- **teacher-leads**. the teacher leads. Test: `teacher > b`." in text   # and each in full below it
         assert "  - cpu: *not met*: teacher=0.1, b=" in text
+
+
+@pytest.mark.parametrize("gain", [0.2, -0.2])
+def test_a_claim_not_testable_for_its_premise_still_shows_what_its_test_saw(tmp_path, gain):
+    """The claim's own test, run regardless of the unmet premise: its direction and p beside *not testable here*,
+    and a significant reversal counted in the scorecard's summary; the status stays *not testable here*."""
+    root = make_repo(tmp_path, {"nb": WITH_PRECONDITION}, notebooks=("nb",))
+    b = np.random.default_rng(5).random(40) * 0.5
+    a = b + gain
+    paired_tables(root, a, b)
+    publish(root, "cpu", "nb", "summary", pd.DataFrame({"model": ["a", "b", "teacher"],
+                                                        "value": [a.mean(), b.mean(), 0.0]}))
+    verdict = judge(root)["K-paired"]
+    keys = [f"q{i}" for i in range(40)]
+    p = randomisation_test(dict(zip(keys, a)), dict(zip(keys, b))).p_value
+    assert verdict.status == NOT_TESTABLE and verdict.direction_p == pytest.approx(p) and p < 0.05
+    seen = "a > b" if gain > 0 else "a < b"
+    assert verdict.direction == seen and verdict.reversal == (gain < 0)
+    assert verdict.short == (f"not testable here: needs teacher-leads; observed {seen} (p = {p:.2g}"
+                             + (", a significant reversal)" if gain < 0 else ")"))
+    page = tmp_path / "scorecard.md"
+    write_scorecard_page(root / "results", page, root=root)
+    summary = next(line for line in page.read_text().splitlines() if line.startswith("| cpu |"))
+    assert summary.endswith("| 0 of 1 | 1 (1 not testable) |" if gain < 0 else "| 0 of 1 | 0 |")
 
 
 PER_GROUP_PRECONDITION = """\
