@@ -289,6 +289,29 @@ def _claims_output(claims: pd.DataFrame) -> dict:
     return nbformat.v4.new_output("display_data", data={"text/markdown": line, "text/plain": line})
 
 
+def collapse_set_up(nb) -> None:
+    """Set-up code as a reader of an executed page meets it: papermill's injected cell says what the page ran with,
+    so the notebook's own parameters cell (its defaults, overridden) leaves the page; and each run of consecutive
+    collapsed code cells that show nothing becomes one cell, one "show code" bar instead of a stack of empty ones."""
+    if any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells):
+        nb.cells = [c for c in nb.cells if not ("parameters" in c.metadata.get("tags", [])
+                                                and "injected-parameters" not in c.metadata.get("tags", []))]
+
+    def quiet(cell) -> bool:
+        return cell.cell_type == "code" and not cell.get("outputs") \
+            and "hide-input" in cell.metadata.get("tags", [])
+
+    cells = []
+    for cell in nb.cells:
+        if cells and quiet(cell) and quiet(cells[-1]):
+            last = cells[-1]
+            last.source = last.source.rstrip("\n") + "\n\n" + cell.source
+            last.metadata["tags"] = list(dict.fromkeys(last.metadata["tags"] + cell.metadata["tags"]))
+            continue
+        cells.append(cell)
+    nb.cells = cells
+
+
 def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None, dest: str | os.PathLike, *,
                   stale: str | None = None, meta: Mapping[str, Any] | None = None,
                   claims: pd.DataFrame | None = None, preconditions: pd.DataFrame | None = None,
@@ -308,11 +331,14 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
         tags_by_source.setdefault(cell.source, cell.metadata.get("tags", []))
     for cell in nb.cells:
         tags = list(cell.metadata.get("tags", []))
-        wanted = tags_by_source.get(cell.source, [])
-        tags = [t for t in tags if t not in _HIDDEN_TAGS or t in wanted] + [t for t in wanted if t not in tags]
+        if cell.source in tags_by_source:  # the source's tags win; a cell whose code changed since (a declared
+            wanted = tags_by_source[cell.source]  # result-preserving change) keeps the tags it ran with
+            tags = [t for t in tags if t not in _HIDDEN_TAGS or t in wanted] + [t for t in wanted if t not in tags]
         if tags:
             cell.metadata["tags"] = tags
     tidy_executed(nb, missing_note)  # as the runner left it; a copy made before it did is tidied here
+    if executed is not None:
+        collapse_set_up(nb)
     for cell in nb.cells:
         if cell.cell_type == "code" and claims is not None and executed is not None and _shows_claims(cell.source) \
                 and "import" not in cell.source:

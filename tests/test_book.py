@@ -12,6 +12,7 @@ in _build/screenshots/.
 
 from __future__ import annotations
 
+import ast
 import functools
 import http.server
 import json
@@ -196,6 +197,26 @@ def test_visible_cells_are_short_calls():
     assert not long, "visible cells longer than a short call:\n" + "\n".join(long)
 
 
+def _shows_one_call(source: str) -> bool:
+    """A visible cell is one call whose result the page shows (a figure, a table): not a bare name (`cutoffs`), not
+    a statement (an `if`, an assignment), not several."""
+    body = ast.parse(source).body
+    return len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call)
+
+
+def test_a_visible_cell_is_one_call_that_shows_its_result():
+    found = []
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            tags = set(cell.metadata.get("tags", []))
+            if cell.cell_type == "code" and not tags & {"hide-input", "remove-input", "remove-cell"} \
+                    and not _shows_one_call(cell.source):
+                found.append(f"{path.name} cell {i}: {cell.source[:60]!r}")
+    assert not found, "visible cells that are not one call (collapse them, or make them one):\n" + "\n".join(found)
+    assert not _shows_one_call("cutoffs") and not _shows_one_call("if x:\n    show(x)")
+    assert not _shows_one_call("table = wide_table(x)") and _shows_one_call("wide_table(x)")
+
+
 RESHAPING = re.compile(r"\.(pivot_table|pivot|assign|map|groupby|agg|drop|rename|set_index|reset_index|melt|round|div|"
                        r"query|sort_values|apply|isin)\(|\[[^\]]*==")
 
@@ -250,10 +271,13 @@ def test_book_pages_drop_stderr_progress_bars_and_collapse_set_up(tmp_path):
                   meta=meta)
     nb = nbformat.read(out, as_version=4)
     tags = [c.metadata.get("tags", []) for c in nb.cells]
-    assert tags[1] == ["parameters", "hide-input"] and "hide-input" in tags[2] and tags[3] == ["hide-input"]
-    assert tags[4] == []
-    assert nb.cells[3].outputs == []                                  # warnings (stderr) are gone
-    kinds = [(o["output_type"], o.get("text")) for o in nb.cells[4].outputs]
+    # the notebook's own defaults leave the page (the injected cell says what ran); the injected cell and the set-up
+    # cell, whose warnings (stderr) are gone, show nothing: one collapsed cell, one "show code" bar
+    assert not any("parameters" in t for t in tags) and len(nb.cells) == 3
+    assert "hide-input" in tags[1] and "injected-parameters" in tags[1] and nb.cells[1].outputs == []
+    assert nb.cells[1].source == "profile = 'cpu'\n\nimport x"
+    assert tags[2] == []
+    kinds = [(o["output_type"], o.get("text")) for o in nb.cells[2].outputs]
     assert kinds == [("stream", "alpha = 1.1\n"), ("execute_result", None)]  # what a terminal shows, bars aside
     head = nb.cells[0].source
     assert head.startswith("# A claim\n")
@@ -265,6 +289,27 @@ def test_book_pages_drop_stderr_progress_bars_and_collapse_set_up(tmp_path):
     book_notebook(source, None, out)                                  # never run: the source, saying so
     nb = nbformat.read(out, as_version=4)
     assert "Not run yet" in nb.cells[0].source and "Stale" not in nb.cells[0].source
+
+
+def test_a_cell_whose_code_changed_since_it_ran_keeps_its_tags_and_quiet_set_up_runs_merge(tmp_path):
+    """An executed cell whose source is no longer in the notebook (a declared result-preserving change rewrote it)
+    keeps the tags it ran with: the parameters and set-up cells stay collapsed rather than unfold on the page. Only
+    consecutive collapsed cells that show nothing merge; one with an output stays a cell of its own."""
+    source, executed = _executed(tmp_path, {})
+    nb = nbformat.read(executed, as_version=4)
+    nb.cells[3].source = "import x_as_it_was"             # set-up code since rewritten in the source
+    nb.cells[3].metadata["tags"] = ["hide-input"]
+    nb.cells.insert(4, nbformat.v4.new_code_cell("plot()", metadata={"tags": ["hide-input"]},
+                                                 outputs=[nbformat.v4.new_output("stream", text="a figure\n")]))
+    nb.cells.insert(5, nbformat.v4.new_code_cell("more_set_up()", metadata={"tags": ["hide-input"]}))
+    nbformat.write(nb, executed)
+    out = tmp_path / "page.ipynb"
+    book_notebook(source, executed, out, meta={"profile": "cpu"})
+    cells = nbformat.read(out, as_version=4).cells
+    assert [c.source for c in cells[1:]] == ["profile = 'cpu'\n\nimport x_as_it_was", "plot()", "more_set_up()",
+                                              "compute()"]
+    assert all("hide-input" in c.metadata.get("tags", []) for c in cells[1:4]) and cells[4].metadata.get("tags",
+                                                                                                         []) == []
 
 
 def test_run_times_table_lists_each_notebook_and_profile(tmp_path):
