@@ -337,15 +337,15 @@ def book_notebook(source: str | os.PathLike, executed: str | os.PathLike | None,
         if tags:
             cell.metadata["tags"] = tags
     tidy_executed(nb, missing_note)  # as the runner left it; a copy made before it did is tidied here
-    if executed is not None:
-        collapse_set_up(nb)
     for cell in nb.cells:
         if cell.cell_type == "code" and claims is not None and executed is not None and _shows_claims(cell.source) \
                 and "import" not in cell.source:
-            cell.outputs = [_claims_output(claims)]
+            cell.outputs = [_claims_output(claims)] if len(claims) else []  # no claims: no footer
         elif cell.cell_type == "code" and preconditions is not None and not preconditions.empty and executed \
                 is not None and _shows_preconditions(cell.source):
             cell.outputs = [_preconditions_output(preconditions)]
+    if executed is not None:
+        collapse_set_up(nb)
     nb.metadata.pop("widgets", None)  # the progress-bar widgets' saved state: their outputs are gone
 
     notes = []

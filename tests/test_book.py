@@ -27,6 +27,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import nbformat
+import pandas as pd
 import pytest
 import yaml
 
@@ -310,6 +311,20 @@ def test_a_cell_whose_code_changed_since_it_ran_keeps_its_tags_and_quiet_set_up_
                                               "compute()"]
     assert all("hide-input" in c.metadata.get("tags", []) for c in cells[1:4]) and cells[4].metadata.get("tags",
                                                                                                          []) == []
+
+
+def test_a_page_without_claims_gets_no_claims_footer(tmp_path):
+    source, executed = _executed(tmp_path, {})
+    nb = nbformat.read(executed, as_version=4)
+    nb.cells[4].source = 'publish(results_dir, "nb", {"t": table})'
+    nb.cells[4].metadata["tags"] = ["hide-input"]
+    nb.cells[4].outputs = [nbformat.v4.new_output("stream", text="0 claims judged\n")]
+    nbformat.write(nb, executed)
+    out = tmp_path / "page.ipynb"
+    book_notebook(source, executed, out, meta={"profile": "cpu"}, claims=pd.DataFrame(columns=["id", "verdict"]))
+    cells = nbformat.read(out, as_version=4).cells
+    assert not any("claims judged" in json.dumps(c.get("outputs", [])) for c in cells)
+    assert cells[-1].source.endswith('publish(results_dir, "nb", {"t": table})')   # one quiet set-up bar with it
 
 
 def test_run_times_table_lists_each_notebook_and_profile(tmp_path):
