@@ -1179,13 +1179,20 @@ def verdict_in_words(shown: str, preconditions: Mapping[str, Claim]) -> str:
     names = sorted((n for n in preconditions if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", shown)),
                    key=len, reverse=True)
     if not names or not shown.startswith(NOT_TESTABLE):
-        return _Html(escape_markdown(shown))
+        return _Html(_breakable(escape_markdown(shown)))
     out = escape_markdown(shown)
     for name in names:
         words = html.escape(precondition_clause(preconditions[name].statement))
         out = re.sub(rf"(?<![\w-]){re.escape(escape_markdown(name))}(?![\w-])",
                      lambda _: f'<a href="#{precondition_anchor(name)}" title="{html.escape(name)}">{words}</a>', out)
-    return _Html(out)
+    return _Html(_breakable(out))
+
+
+def _breakable(markdown: str) -> str:
+    """A line break allowed after each underscore of a name outside a link ("onehot_<wbr>mined"): a verdict naming
+    the claim's quantities stays as narrow as its other words, so the table fits the column."""
+    parts = re.split(r"(<a\b[^>]*>.*?</a>)", markdown)
+    return "".join(part if part.startswith("<a") else part.replace("\\_", "\\_<wbr>") for part in parts)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -1231,19 +1238,21 @@ def verdict_counts_table(card: pd.DataFrame, profiles: Sequence[str]) -> list[st
     """The verdict counts per profile as Markdown table lines (the scorecard's summary; the book's front page too)."""
     labels = list(profiles) or [""]
     show_error = any((card[f"verdict{' (' + p + ')' if p else ''}"] == ERROR).any() for p in labels)
-    header = ["profile", *VERDICTS, *([ERROR] if show_error else []), "stale", "testable", "reversed"]
-    rows = []
+    header = ["profile", *VERDICTS, *([ERROR] if show_error else []), "stale", "testable"]
+    rows, notes = [], []
     for p in labels:
         suffix = f" ({p})" if p else ""
         col = card[f"verdict{suffix}"]
-        counts = [int((col == v).sum()) for v in header[1:-3]]
+        counts = [int((col == v).sum()) for v in header[1:-2]]
         testable = int(col.isin(TESTABLE).sum())
+        rows.append([p or "(none)", *counts, int((card[f"stale{suffix}"] != "").sum()),
+                     f"{testable} of {len(col)}"])
         reversed_ = card[f"reversal{suffix}"].astype(bool) if f"reversal{suffix}" in card else col == FAILS
         hidden = int((reversed_ & (col == NOT_TESTABLE)).sum())
-        rows.append([p or "(none)", *counts, int((card[f"stale{suffix}"] != "").sum()),
-                     f"{testable} of {len(col)}",
-                     f"{int(reversed_.sum())}" + (f" ({hidden} not testable)" if hidden else "")])
-    return _table(header, rows)
+        notes.append(f"Significant reversals{' at ' + p if p else ''}: {int(reversed_.sum())}"
+                     + (f", {hidden} of them in *{NOT_TESTABLE}* rows (the claim's own test, run regardless of its "
+                        "unmet premise, finds the opposite of the paper)" if hidden else "") + ".")
+    return _table(header, rows) + [" ".join(notes), ""]
 
 
 def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathLike,
@@ -1301,8 +1310,9 @@ def write_scorecard_page(results_root: str | os.PathLike, out_md: str | os.PathL
         "was measured and does not hold, so the claim is not judged; the reason gives the measurement, and the row "
         "still shows the direction and p-value the claim's own test observes when run regardless of the precondition "
         "(\"a significant reversal\" where that test would read *fails*).",
-        "- **reversed** (in the summary) counts the claims whose own test finds the opposite of what the paper says, "
-        f"significantly: the *{FAILS}* verdicts and the reversals that a *{NOT_TESTABLE}* row would otherwise hide.",
+        "- **Significant reversals** (under the summary) count the claims whose own test finds the opposite of what the "
+        f"paper says, significantly: the *{FAILS}* verdicts and the reversals that a *{NOT_TESTABLE}* row would "
+        "otherwise hide.",
         f"  - *{NOT_RUN}*: the notebook has no result for it at that profile; *{PLANNED}*: the notebook that will "
         "reproduce it is not written yet; *stale*: the notebook or a library file it uses changed since the result "
         "was made.",
