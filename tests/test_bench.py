@@ -186,6 +186,33 @@ def test_layer_flops_match_torch_flop_counter(n_tokens):
     assert counter.get_total_flops() == encoder_flops(config, [n_tokens])
 
 
+def test_the_reranker_step_counts_match_torch_flop_counter():
+    """The CA's and ColBERT's forward FLOPs as the training bench counts them equal torch's count of a real forward on
+    unpadded inputs (eager attention), up to the few the counts leave out: the CA's score head (2 x hidden per pair)."""
+    from taser_book.bench.training import colbert_step_flops, cross_encoder_step_flops
+    from taser_lib.models.colbert import ColbertConfig, ColbertModel
+    from taser_lib.models.cross_encoder import CrossEncoderConfig, CrossEncoderModel
+
+    shape = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=24,
+                 max_position_embeddings=32, attn_implementation="eager")
+    ca = CrossEncoderModel(CrossEncoderConfig(**shape, pooling="mean")).eval()
+    ids = torch.randint(0, 50, (6, 11))
+    pairs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
+    with FlopCounterMode(display=False) as counter, torch.inference_mode():
+        ca(**pairs)
+    counted = cross_encoder_step_flops(ca.config, pairs)
+    assert counter.get_total_flops() == counted["forward"] + 2 * 6 * 16 and counted["step"] == 3 * counted["forward"]
+
+    colbert = ColbertModel(ColbertConfig(**shape, dim=8)).eval()
+    q, p = torch.randint(0, 50, (3, 5)), torch.randint(0, 50, (4, 9))
+    batch = {"query": {"input_ids": q, "attention_mask": torch.ones_like(q)},
+             "passage": {"input_ids": p, "attention_mask": torch.ones_like(p)}}
+    with FlopCounterMode(display=False) as counter, torch.inference_mode():
+        out = colbert(query=batch["query"], passage=batch["passage"])
+        colbert.compute_similarity(out.q_reps, out.p_reps)
+    assert counter.get_total_flops() == colbert_step_flops(colbert.config, batch)["forward"]
+
+
 # ---- statistics and the result record ------------------------------------------------------------------------------
 
 def test_spread_and_paired_ratio():

@@ -11,6 +11,14 @@ Adam state held between steps. Every model also steps at fp32 and at bf16 explic
 bf16 speed-up per model, and the ops of a bf16 step that still compute in float32 (`float32_ops`, recorded with a
 dispatch mode: autocast's float32 list, the optimizer, and what follows from them).
 
+The re-ranking chapter's other two models step in the same round-robin, on the same questions, as their trainers
+build them: the cross-attention ranker (`CA`: `CrossEncoderModel` from the checkpoint with mean pooling, as the pages
+start it, reading each question with a group of K = 4 passages, its positive, its BM25 negative and two other
+questions' passages, scored by `training.cross_encoder.cross_encoder_loss`, one-hot softmax CE over the group), and
+ColBERT (`ColbertModel`, MaxSim over normalised token vectors, trained on the bi-encoders' batch by the same
+`retriever_loss`). Their FLOPs: the CA's encoder over each pair's real tokens (the score head's few left out); ColBERT's
+encoder, its projection of every real token, and the MaxSim products of every question's tokens with every passage's.
+
 How close a step comes to the hardware: its FLOPs (`step_flops`: the encoder's forward over the batch's real tokens,
 as `hardware.encoder_flops` counts them, plus the in-batch score matrix; backward twice the forward, the usual
 accounting, since the gradients with respect to activations and to weights each repeat the forward's matmuls; AdamW's
@@ -31,6 +39,8 @@ from taser_lib.models.common import checkpoint_passage_format
 from taser_lib.models.precision import autocast
 from taser_lib.training.config import RetrieverDataConfig
 from taser_lib.training.loop import LoopConfig, parameter_groups, to_device
+from taser_lib.training.cross_encoder import cross_encoder_loss, tokenize_pairs
+from taser_lib.training.reranking import passage_text
 from taser_lib.training.retriever import RetrieverCollator, add_bm25_negatives, retriever_loss
 from . import inputs
 from .core import BenchConfig, PeakMemory, interleaved, paired_ratio, row, spread, timed
@@ -39,6 +49,8 @@ from .hardware import encoder_flops, matmul_bursts
 NAME = "training"
 TITLE = "Training step: DPR vs TASER vs TASER_Shared"
 ARCHS = {"DPR": "dpr", "TASER": "taser", "TASER_Shared": "shared"}
+RERANKERS = ("CA", "ColBERT")  # the re-ranking chapter's cross-attention ranker and late-interaction student
+CA_GROUP = 4                   # passages per question in the CA's group: its positive, its BM25 negative, two others
 TARGET_TIME_RATIO = 1.0
 TARGET_BYTES_RATIO = 0.6
 TARGET_BF16_SPEEDUP = 1.5  # issue 13: a CPU training step in bf16 at least 1.5x faster than in fp32
@@ -49,6 +61,11 @@ MIB = 2 ** 20
 def training_batch(cfg: BenchConfig, questions: int) -> tuple[dict[str, Any], dict[str, int]]:
     """(collated batch on the device, its shapes): `questions` seeded SQuAD-open training questions with their
     first positive and their top BM25 hard negative."""
+    batch, shapes, _ = _batch_and_examples(cfg, questions)
+    return batch, shapes
+
+
+def _batch_and_examples(cfg: BenchConfig, questions: int):
     squad = inputs.squad(cfg)
     examples = squad.training_examples("train")
     rng = np.random.default_rng(cfg.seed)
@@ -65,7 +82,27 @@ def training_batch(cfg: BenchConfig, questions: int) -> tuple[dict[str, Any], di
     shapes = {"questions": questions, "passages": 2 * questions,
               "query_length": int(batch["query"]["input_ids"].shape[1]),
               "passage_length": int(batch["passage"]["input_ids"].shape[1])}
-    return to_device(batch, cfg.torch_device), shapes
+    return to_device(batch, cfg.torch_device), shapes, chosen
+
+
+def cross_encoder_batch(cfg: BenchConfig, examples: list, k: int = CA_GROUP) -> dict[str, Any]:
+    """The CA's batch on the device: each question paired with its positive, its BM25 negative and the positives of
+    the next k - 2 questions (the positive first, as `cross_encoder_batches` lays a group out), tokenised as text
+    pairs at the CA trainer's default length, with targets 0."""
+    from taser_lib.training.cross_encoder import CrossEncoderTraining
+
+    tokenizer = load_tokenizer("default")
+    queries, passages = [], []
+    for i, e in enumerate(examples):
+        group = [e.positives[0], e.hard_negatives[0]] + [examples[(i + j) % len(examples)].positives[0]
+                                                          for j in range(1, k - 1)]
+        queries += [e.query.text] * k
+        passages += [passage_text(doc) for doc in group]
+    enc = tokenize_pairs(tokenizer, queries, passages, CrossEncoderTraining().max_length)
+    batch = dict(tokenizer.pad({"input_ids": enc["input_ids"], "token_type_ids": enc["token_type_ids"]},
+                               return_tensors="pt"))
+    batch["targets"] = torch.zeros(len(examples), dtype=torch.long)
+    return to_device(batch, cfg.torch_device)
 
 
 def state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, int]:
@@ -84,11 +121,13 @@ def default_precision(cfg: BenchConfig) -> str:
     return LoopConfig(output_dir="").resolved_precision(cfg.device)
 
 
-def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any], precision: str):
+def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any], precision: str, loss_fn=retriever_loss,
+             **overrides):
     """(model, optimizer, one training step) set up as the library's trainer does (training.loop.Trainer), with
-    the forward at `precision` ("fp32" or "bf16")."""
+    the forward at `precision` ("fp32" or "bf16"): `arch` built from the checkpoint with `overrides`, its step's
+    loss `loss_fn(model, batch)`."""
     torch.manual_seed(cfg.seed)
-    model = build_model(arch, cfg.model).to(cfg.device).train()
+    model = build_model(arch, cfg.model, **overrides).to(cfg.device).train()
     loop = LoopConfig(output_dir="")  # the trainer's defaults: lr, weight decay, clipping
     groups = parameter_groups(model, loop.lr, loop.weight_decay, loop.layerwise_lr_decay)
     optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups], lr=loop.lr)
@@ -96,7 +135,7 @@ def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any], precision: str)
     def step() -> float:
         optimizer.zero_grad(set_to_none=True)
         with autocast(precision, cfg.device):
-            loss, _ = retriever_loss(model, batch)
+            loss, _ = loss_fn(model, batch)
         loss.backward()
         if loop.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), loop.max_grad_norm)
@@ -114,6 +153,26 @@ def step_flops(config, batch: dict[str, Any]) -> dict[str, int]:
     scores = 2 * len(lengths["query"]) * len(lengths["passage"]) * config.hidden_size
     forward = encoder_flops(config, lengths["query"]) + encoder_flops(config, lengths["passage"]) + scores
     return {"forward": forward, "step": 3 * forward, "real_tokens": sum(map(sum, lengths.values()))}
+
+
+def cross_encoder_step_flops(config, batch: dict[str, Any]) -> dict[str, int]:
+    """FLOPs of a CA training step: the encoder over each (question, passage) pair's real tokens, three times."""
+    lengths = [int(n) for n in batch["attention_mask"].sum(dim=1).tolist()]
+    forward = encoder_flops(config, lengths)
+    return {"forward": forward, "step": 3 * forward, "real_tokens": sum(lengths)}
+
+
+def colbert_step_flops(config, batch: dict[str, Any]) -> dict[str, int]:
+    """FLOPs of a ColBERT training step on the bi-encoders' batch: the encoder over every real token, the
+    projection of each to `config.dim`, and MaxSim's products of every question token with every passage token of
+    the batch (in-batch negatives), three times."""
+    lengths = {side: [int(n) for n in batch[side]["attention_mask"].sum(dim=1).tolist()] for side in ("query", "passage")}
+    tokens = sum(map(sum, lengths.values()))
+    projection = 2 * tokens * config.hidden_size * config.dim
+    maxsim = 2 * sum(lengths["query"]) * sum(lengths["passage"]) * config.dim
+    forward = (encoder_flops(config, lengths["query"]) + encoder_flops(config, lengths["passage"]) + projection
+               + maxsim)
+    return {"forward": forward, "step": 3 * forward, "real_tokens": tokens}
 
 
 def ffn_product(cfg: BenchConfig, tokens: int, hidden: int, intermediate: int, dtype: torch.dtype):
@@ -171,11 +230,15 @@ def float32_ops(step) -> dict[str, int]:
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
     questions, repeats = cfg.pick(16, 2), cfg.pick(9, 1)
-    batch, shapes = training_batch(cfg, questions)
+    batch, shapes, examples = _batch_and_examples(cfg, questions)
+    pairs = cross_encoder_batch(cfg, examples)
     default = default_precision(cfg)
     every = {(name, p): _trainer(arch, cfg, batch, p) for name, arch in ARCHS.items() for p in PRECISIONS}
     trainers = {name: every[name, default] for name in ARCHS}  # the trainer's default precision
-    steps = {f"{name} {p}": t[2] for (name, p), t in every.items()}
+    rerankers = {("CA", p): _trainer("cross-encoder", cfg, pairs, p, cross_encoder_loss(), pooling="mean")
+                 for p in PRECISIONS}
+    rerankers |= {("ColBERT", p): _trainer("colbert", cfg, batch, p) for p in PRECISIONS}
+    steps = {f"{name} {p}": t[2] for (name, p), t in (every | rerankers).items()}
     for step in steps.values():  # first step allocates Adam's state
         step()
     peak, method = {}, None
@@ -193,12 +256,19 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     for key in peak_calls:
         del all_times[key], losses[key]
     flops = step_flops(config, batch)
+    reranker_flops = {"CA": cross_encoder_step_flops(rerankers["CA", default][0].config, pairs),
+                      "ColBERT": colbert_step_flops(rerankers["ColBERT", default][0].config, batch)}
     # the fastest burst of any round (contention only slows a run down), in FLOP/s
     rate = {p: {kind: flop / min(seconds[1:] or seconds) for kind, (seconds, flop) in by_kind.items()}
             for p, by_kind in peaks["best"].items()}  # the first record is the warm-up's
     # the limit is the faster of the two products: the machine's square peak, or the model's own shape
     fraction = {f"{name} {p}": flops["step"] / min(all_times[f"{name} {p}"]) / max(rate[p].values())
                 for name in ARCHS for p in PRECISIONS}
+    fraction |= {f"{name} {p}": reranker_flops[name]["step"] / min(all_times[f"{name} {p}"]) / max(rate[p].values())
+                 for name in RERANKERS for p in PRECISIONS}
+    reranker_times = {name: all_times[f"{name} {default}"] for name in RERANKERS}
+    reranker_speedup = {name: paired_ratio(all_times[f"{name} fp32"], all_times[f"{name} bf16"])
+                        for name in RERANKERS}
     times = {name: all_times[f"{name} {default}"] for name in ARCHS}
     bf16_speedup = {name: paired_ratio(all_times[f"{name} fp32"], all_times[f"{name} bf16"]) for name in ARCHS}
     held = {name: state_bytes(model, optimizer) for name, (model, optimizer, _) in trainers.items()}
@@ -222,6 +292,11 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             *[row(f"{name} peak training memory ({default})", total[name] / MIB, "MiB") for name in ARCHS],
             *[row(f"{name} step, fraction of the {p} matmul peak", fraction[f"{name} {p}"])
               for name in ARCHS for p in PRECISIONS],
+            *[row(f"{name} step time ({default})", spread(reranker_times[name])["median"], "s") for name in RERANKERS],
+            *[row(f"{name} bf16 step speed-up over fp32", reranker_speedup[name]["median"], "x")
+              for name in RERANKERS],
+            *[row(f"{name} step, fraction of the {p} matmul peak", fraction[f"{name} {p}"])
+              for name in RERANKERS for p in PRECISIONS],
             *[row(f"{p} matmul peak ({kind})", rate[p][kind] / 1e9, "GFLOP/s")
               for p in PRECISIONS for kind in ("square", "ffn")],
             row("training step FLOPs (forward + backward)", flops["step"] / 1e9, "GFLOP"),
@@ -234,6 +309,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                      "parameters": params, "peak_step_bytes": peak, "peak_training_bytes": total,
                      "peak_memory_method": method,
                      "step_flops": flops, "matmul_flop_per_s": rate, "fraction_of_peak": fraction,
+                     "rerankers": {"step_seconds": reranker_times, "bf16_speedup": reranker_speedup,
+                                   "step_flops": reranker_flops, "ca_group": CA_GROUP,
+                                   "ca_pair_length": int(pairs["input_ids"].shape[1])},
                      "last_loss": losses},
         "sizes": {**shapes, "hard_negatives": 1, "repeats": repeats, "precision": default, "peak": peaks["sizes"]},
         "notes": ["step time ratio = median over rounds of (model's seconds / DPR's seconds), timed back to back",
@@ -250,5 +328,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                   "optimizer: torch.optim.AdamW as the trainer builds it (torch's default implementation)",
                   "fraction of peak = step FLOPs (forward over real tokens + in-batch scores, backward twice the "
                   "forward) / fastest step, over the matmul peak in the step's precision: the faster of square "
-                  "products and products at the model's FFN shape, timed in the same round-robin"],
+                  "products and products at the model's FFN shape, timed in the same round-robin",
+                  f"CA: the cross-encoder from the checkpoint (mean pooling), each question with a group of "
+                  f"{CA_GROUP} passages (its positive, its BM25 negative, two other questions' positives), one-hot "
+                  "softmax CE; ColBERT: MaxSim over normalised token vectors on the bi-encoders' batch, L_sim; "
+                  "their FLOPs as the module docstring counts them"],
     }
