@@ -89,8 +89,8 @@ class Verdict:
     effect_ratio: float | None = None  # ER of the first comparison with the paper's numbers (None: not comparable)
     delta_ri: float | None = None      # its delta relative improvement
     groups: Mapping[str, str] | None = None  # per value of the claim's `over` column: its status
-    # The direction the claim's own test observed, whatever the verdict (e.g. "dist < de", per group), and that
-    # test's deciding p-value; for a claim not testable for want of a precondition, the test run regardless of it.
+    # The direction the claim's own test observed, whatever the verdict (e.g. "dist < de", per group); for a claim
+    # not testable for want of a precondition, that of the test run regardless of it, with its p-value.
     direction: str = ""
     direction_p: float | None = None
     reversal: bool = False      # that test found the opposite of the claim, significantly (a fail, or one hidden)
@@ -733,11 +733,10 @@ def _evaluate(claim: Claim, tables: _Tables, root: Path | None, skip: Any = None
                   f"{', '.join(absent)}; {detail}")
     deciding = p_values.get(status)
     er, dri = reproduction if reproduction is not None else (None, None)
-    p_value = max(deciding) if deciding else None
-    return Verdict(status, ours, detail, p_value=p_value, observed="; ".join(observed),
+    return Verdict(status, ours, detail, p_value=max(deciding) if deciding else None, observed="; ".join(observed),
                    effect_ratio=er, delta_ri=dri,
                    groups={str(g): s for g, s in statuses.items() if g is not None} or None,
-                   direction="; ".join(seen), direction_p=p_value, reversal=status == FAILS)
+                   direction="; ".join(seen), reversal=status == FAILS)
 
 
 def _required(name: str, registry: Mapping[str, Claim], tables: _Tables, root: Path | None) -> Verdict:
@@ -773,7 +772,7 @@ def _ungated(claim: Claim, tables: _Tables, root: Path | None, verdict: Verdict)
         return verdict
     if seen.status not in TESTABLE or not seen.direction:
         return verdict
-    return replace(verdict, direction=seen.direction, direction_p=seen.direction_p, reversal=seen.reversal)
+    return replace(verdict, direction=seen.direction, direction_p=seen.p_value, reversal=seen.reversal)
 
 
 def _gated(claim: Claim, tables: _Tables, root: Path | None, registry: Mapping[str, Claim] | None) -> Verdict:

@@ -39,7 +39,7 @@ from taser_lib.models.common import checkpoint_passage_format
 from taser_lib.models.precision import autocast
 from taser_lib.training.config import RetrieverDataConfig
 from taser_lib.training.loop import LoopConfig, parameter_groups, to_device
-from taser_lib.training.cross_encoder import cross_encoder_loss, tokenize_pairs
+from taser_lib.training.cross_encoder import CrossEncoderTraining, cross_encoder_loss, tokenize_pairs
 from taser_lib.training.reranking import passage_text
 from taser_lib.training.retriever import RetrieverCollator, add_bm25_negatives, retriever_loss
 from . import inputs
@@ -58,14 +58,9 @@ PRECISIONS = ("fp32", "bf16")
 MIB = 2 ** 20
 
 
-def training_batch(cfg: BenchConfig, questions: int) -> tuple[dict[str, Any], dict[str, int]]:
-    """(collated batch on the device, its shapes): `questions` seeded SQuAD-open training questions with their
-    first positive and their top BM25 hard negative."""
-    batch, shapes, _ = _batch_and_examples(cfg, questions)
-    return batch, shapes
-
-
-def _batch_and_examples(cfg: BenchConfig, questions: int):
+def training_batch(cfg: BenchConfig, questions: int) -> tuple[dict[str, Any], dict[str, int], list]:
+    """(collated batch on the device, its shapes, the training examples it holds): `questions` seeded SQuAD-open
+    training questions with their first positive and their top BM25 hard negative."""
     squad = inputs.squad(cfg)
     examples = squad.training_examples("train")
     rng = np.random.default_rng(cfg.seed)
@@ -89,8 +84,6 @@ def cross_encoder_batch(cfg: BenchConfig, examples: list, k: int = CA_GROUP) -> 
     """The CA's batch on the device: each question paired with its positive, its BM25 negative and the positives of
     the next k - 2 questions (the positive first, as `cross_encoder_batches` lays a group out), tokenised as text
     pairs at the CA trainer's default length, with targets 0."""
-    from taser_lib.training.cross_encoder import CrossEncoderTraining
-
     tokenizer = load_tokenizer("default")
     queries, passages = [], []
     for i, e in enumerate(examples):
@@ -230,7 +223,7 @@ def float32_ops(step) -> dict[str, int]:
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
     questions, repeats = cfg.pick(16, 2), cfg.pick(9, 1)
-    batch, shapes, examples = _batch_and_examples(cfg, questions)
+    batch, shapes, examples = training_batch(cfg, questions)
     pairs = cross_encoder_batch(cfg, examples)
     default = default_precision(cfg)
     every = {(name, p): _trainer(arch, cfg, batch, p) for name, arch in ARCHS.items() for p in PRECISIONS}
