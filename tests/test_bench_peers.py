@@ -31,6 +31,8 @@ def test_every_peer_runs_or_says_why(monkeypatch, shared_data, tmp_path):
     assert measured["peers"]["st_fp32"]["ok"] and measured["min_cosine_to_our_fp32"]["st_fp32"] > 0.9999
     assert measured["best_float"] == best(measured["seconds"], FLOAT_PEERS)
     assert result["rows"][0]["metric"].startswith("ours at auto over their best float backend")
+    assert measured["min_cosine_to_our_fp32"]["taser_lib_compiled"] > 0.99 and measured["compile_seconds"] > 0
+    assert any(r["metric"].startswith("ours at auto, compiled, over their best float backend") for r in result["rows"])
 
 
 def test_best_is_the_shortest_median_and_a_missing_environment_says_how_to_make_it(monkeypatch, tmp_path):

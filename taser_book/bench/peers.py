@@ -6,8 +6,8 @@ openvino]` and `datasets`, which its OpenVINO int8 export calibrates through, be
 this project), driven by `peers_worker.py` over a pipe: float32 and
 a bfloat16 cast on PyTorch, `backend="onnx"` as exported and with `export_optimized_onnx_model(O3)`, its dynamic int8
 export for this CPU's instruction set, `backend="openvino"` and its static int8 export calibrated on the passages
-themselves (offline: no hub dataset). Ours runs here: `DenseEncoder` at `auto`, at fp32, and our int8 encoder for
-indexing (`taser_lib.speed.quantized`). All contenders encode the same SQuAD-open passages, as one "title text"
+themselves (offline: no hub dataset). Ours runs here: `DenseEncoder` at `auto`, at fp32, our int8 encoder for
+indexing (`taser_lib.speed.quantized`) and ours at `auto` compiled by `torch.compile` (`taser_lib.speed.compiled`). All contenders encode the same SQuAD-open passages, as one "title text"
 string each (the packaged model's convention), at the same batch size and maximum length, timed round-robin
 (`core.interleaved`) after a one-batch warm-up each; a peer's time includes a pipe round trip of a few
 milliseconds. Every vector is compared with our fp32 vectors (minimum cosine).
@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import numpy as np
 from taser_lib.errors import TaserError
 from taser_lib.models import default_checkpoint
 from taser_lib.models.encoding import passage_string
+from taser_lib.speed.compiled import compiled_encoder
 from taser_lib.speed.quantized import int8_encoder
 from . import inputs
 from .core import BenchConfig, interleaved, paired_ratio, rate, row
@@ -103,6 +105,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     fp32.show_progress = False
     int8 = int8_encoder(fp32)
     int8.show_progress = False
+    compiled = compiled_encoder(ours)
+    compiled.show_progress = False
     with tempfile.TemporaryDirectory(prefix="taser-peers-") as tmp:
         work = Path(tmp)
         (work / "passages.json").write_text(json.dumps(strings), encoding="utf-8")
@@ -112,12 +116,16 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         try:
             built = worker.hello["built"]
             fns = {"taser_lib": lambda: ours.encode_passages(pairs), "taser_lib_fp32": lambda: fp32.encode_passages(pairs),
-                   "taser_lib_int8": lambda: int8.encode_passages(pairs)}
+                   "taser_lib_int8": lambda: int8.encode_passages(pairs),
+                   "taser_lib_compiled": lambda: compiled.encode_passages(pairs)}
             for name, what in built.items():
                 if what["ok"]:
                     fns[name] = lambda name=name: worker.encode(name)
             for encoder in (ours, fp32, int8):  # warm-up on one batch (the peers warmed up as they were built)
                 encoder.encode_passages(pairs[:batch])
+            began = time.perf_counter()  # the compiled encoder's warm-up is its compilation, timed apart
+            compiled.encode_passages(pairs[:batch])
+            compile_seconds = time.perf_counter() - began
             times, out = interleaved(fns, repeats, "cpu", warmup=0)
         finally:
             worker.close()
@@ -126,6 +134,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     float_best, int8_best = best(times, FLOAT_PEERS), best(times, INT8_PEERS)
     over_float = paired_ratio(times[float_best], times["taser_lib"]) if float_best else None
     over_int8 = paired_ratio(times[int8_best], times["taser_lib_int8"]) if int8_best else None
+    compiled_over_float = paired_ratio(times[float_best], times["taser_lib_compiled"]) if float_best else None
     rows = [row(f"passages/s, {name}", rate(n, t)["median"], "1/s") for name, t in times.items()]
     if over_float:
         rows.insert(0, row(f"ours at auto over their best float backend ({float_best})", over_float["median"], "x",
@@ -133,10 +142,16 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     if over_int8:
         rows.insert(1, row(f"our int8 over their best int8 backend ({int8_best})", over_int8["median"], "x",
                            target=1.0, op=">"))
+    if compiled_over_float:
+        rows.insert(2 if over_int8 else 1, row(f"ours at auto, compiled, over their best float backend ({float_best})",
+                                               compiled_over_float["median"], "x", target=1.0, op=">"))
     rows += [row(f"min cosine({name}, our fp32)", value) for name, value in cosine.items() if name != "taser_lib_fp32"]
     notes = [f"{name}: could not be built here: {what['why']}" for name, what in built.items() if not what["ok"]]
     notes += [f"{name}: {what['what']}" for name, what in built.items() if what["ok"]]
     notes += [f"ours at auto ran at {ours.resolved_precision}; our int8 on the {int8.engine} engine (its probe's pick)",
+              f"taser_lib_compiled: ours at auto compiled by torch.compile (taser_lib.speed.compiled, Inductor with "
+              f"frozen weights); its compilation, {compile_seconds:.0f} s on its warm-up batch, is left out of its "
+              f"times, as the peers' model loading and export are",
               "speed-ups are medians over rounds of (their seconds / our seconds), rounds timed back to back; "
               "the peers ran in a separate process of their own environment (the Python below), one at a time"]
     return {
@@ -146,6 +161,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "passages_per_second": {k: rate(n, v) for k, v in times.items()},
             "auto_over_best_float": over_float, "best_float": float_best,
             "int8_over_best_int8": over_int8, "best_int8": int8_best,
+            "compiled_over_best_float": compiled_over_float, "compile_seconds": compile_seconds,
             "min_cosine_to_our_fp32": cosine,
             "peers": built, "peers_versions": worker.hello["versions"], "peers_python": worker.hello["python"],
             "precision": ours.resolved_precision, "int8_engine": int8.engine,

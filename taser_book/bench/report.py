@@ -185,6 +185,8 @@ MACHINE_QUANTITIES: list[tuple[str, str, tuple[str, ...], str]] = [
      ("int8_torch_speedup", "median"), "x"),
     ("encoding: ours at auto over sentence-transformers' best float backend", "peers",
      ("auto_over_best_float", "median"), "x"),
+    ("encoding: ours at auto, compiled (torch.compile), over sentence-transformers' best float backend", "peers",
+     ("compiled_over_best_float", "median"), "x"),
     ("encoding: sentence-transformers' best float backend (peers benchmark)", "peers", ("best_float",), "text"),
     ("encoding: our int8 over sentence-transformers' best int8 backend", "peers", ("int8_over_best_int8", "median"),
      "x"),

@@ -25,6 +25,7 @@ def register(subparsers) -> None:
     e.add_argument("--shard-size", type=int, default=100_000)
     e.add_argument("--device", default=None)
     e.add_argument("--precision", choices=ENCODE_PRECISIONS, default="auto", help=PRECISION_HELP)
+    e.add_argument("--compile", action="store_true", help=COMPILE_HELP)
     e.set_defaults(func=_encode)
 
 
@@ -36,10 +37,23 @@ PRECISION_HELP = ("auto (default): bf16 where it measured faster than fp32 (CUDA
                   "speed and R@K); recorded in the manifest with its engine (e.g. int8-onnxruntime)")
 
 
-def cli_encoder(model: str, precision: str, **kwargs):
-    """The encoder `--model` and `--precision` ask for: `load_encoder`, or its int8 copy (`speed.quantized`)."""
+COMPILE_HELP = ("run the encoder compiled by torch.compile (taser_lib.speed.compiled: Inductor with the weights frozen; "
+                "its first batch compiles, about a minute on two cores; needs a C++ compiler), at --precision fp32, "
+                "bf16 or auto; recorded in the manifest (e.g. bf16-compiled)")
+
+
+def cli_encoder(model: str, precision: str, compile: bool = False, **kwargs):
+    """The encoder `--model`, `--precision` and `--compile` ask for: `load_encoder`, its int8 copy
+    (`speed.quantized`) or its compiled form (`speed.compiled`)."""
+    from taser_lib.errors import ConfigError
     from taser_lib.models import load_encoder
 
+    if compile and precision == "int8":
+        raise ConfigError("--compile runs a float encoder: use it with --precision fp32, bf16 or auto, not int8")
+    if compile:
+        from taser_lib.speed.compiled import compiled_encoder
+
+        return compiled_encoder(load_encoder(model, precision=precision, **kwargs))
     if precision != "int8":
         return load_encoder(model, precision=precision, **kwargs)
     from taser_lib.speed.quantized import int8_encoder
@@ -86,7 +100,7 @@ def _encode(args: argparse.Namespace) -> int:
     first = next(rows, None)
     if first is None:
         raise FormatError(args.corpus, None, None, "holds no passages")
-    encoder = cli_encoder(args.model, args.precision, batch_size=args.batch_size,
+    encoder = cli_encoder(args.model, args.precision, args.compile, batch_size=args.batch_size,
                           max_passage_length=args.max_length, device=args.device)
     start = time.perf_counter()
     try:

@@ -104,6 +104,10 @@ def _dense_options(p: argparse.ArgumentParser, queries: bool = False,
     p.add_argument("--max-passage-length", type=int, default=DEFAULT_PASSAGE_LENGTH, metavar="TOKENS",
                    help=f"passages are cut to this many tokens (default {DEFAULT_PASSAGE_LENGTH}, as the book's cpu "
                         "pages encode them)")
+    if "int8" in precisions:  # the commands that encode a corpus
+        from .models import COMPILE_HELP
+
+        p.add_argument("--compile", action="store_true", help=COMPILE_HELP)
     if not queries:
         return
     p.add_argument("--max-query-length", type=int, default=None, metavar="TOKENS",
@@ -125,8 +129,8 @@ def _encoder(args: argparse.Namespace):
         value = getattr(args, flag, None)
         if value is not None and value < 1:
             raise ConfigError(f"--{flag.replace('_', '-')} must be positive, got {value}")
-    return cli_encoder(args.model, args.precision, batch_size=args.batch_size, device=args.device,
-                       max_passage_length=args.max_passage_length)
+    return cli_encoder(args.model, args.precision, getattr(args, "compile", False), batch_size=args.batch_size,
+                       device=args.device, max_passage_length=args.max_passage_length)
 
 
 def _index_params(pairs: list[str]) -> dict[str, int]:
