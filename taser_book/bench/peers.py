@@ -2,15 +2,15 @@
 in one run.
 
 The peers run as a user installs them, in a separate environment (`make peers-env`: `sentence-transformers[onnx,
-openvino]` and `datasets`, which its OpenVINO int8 export calibrates through, beside the packaged model; nothing of
-this project), driven by `peers_worker.py` over a pipe: float32 and
-a bfloat16 cast on PyTorch, `backend="onnx"` as exported and with `export_optimized_onnx_model(O3)`, its dynamic int8
-export for this CPU's instruction set, `backend="openvino"` and its static int8 export calibrated on the passages
-themselves (offline: no hub dataset). Ours runs here: `DenseEncoder` at `auto`, at fp32, our int8 encoder for
-indexing (`taser_lib.speed.quantized`) and ours at `auto` compiled by `torch.compile` (`taser_lib.speed.compiled`). All contenders encode the same SQuAD-open passages, as one "title text"
-string each (the packaged model's convention), at the same batch size and maximum length, timed round-robin
-(`core.interleaved`) after a one-batch warm-up each; a peer's time includes a pipe round trip of a few
-milliseconds. Every vector is compared with our fp32 vectors (minimum cosine).
+openvino]` and `datasets`, which its OpenVINO int8 export calibrates through, beside the packaged model; nothing of this
+project), driven by `peers_worker.py` over a pipe: float32 and a bfloat16 cast on PyTorch, `backend="onnx"` as exported
+and with `export_optimized_onnx_model(O3)`, its dynamic int8 export for this CPU's instruction set, `backend="openvino"`
+and its static int8 export calibrated on the passages themselves (offline: no hub dataset). Ours runs here:
+`DenseEncoder` at `auto`, at fp32, our int8 encoder for indexing (`taser_lib.speed.quantized`) and ours at `auto`
+compiled by `torch.compile` (`taser_lib.speed.compiled`). All contenders encode the same SQuAD-open passages, as one
+"title text" string each (the packaged model's convention), at the same batch size and maximum length, timed round-robin
+(`core.interleaved`) after a one-batch warm-up each; a peer's time includes a pipe round trip of a few milliseconds.
+Every vector is compared with our fp32 vectors (minimum cosine).
 """
 
 from __future__ import annotations
@@ -143,8 +143,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         rows.insert(1, row(f"our int8 over their best int8 backend ({int8_best})", over_int8["median"], "x",
                            target=1.0, op=">"))
     if compiled_over_float:
-        rows.insert(2 if over_int8 else 1, row(f"ours at auto, compiled, over their best float backend ({float_best})",
-                                               compiled_over_float["median"], "x", target=1.0, op=">"))
+        label = f"ours at auto, compiled, over their best float backend ({float_best})"
+        rows.insert(2 if over_int8 else 1, row(label, compiled_over_float["median"], "x", target=1.0, op=">"))
     rows += [row(f"min cosine({name}, our fp32)", value) for name, value in cosine.items() if name != "taser_lib_fp32"]
     notes = [f"{name}: could not be built here: {what['why']}" for name, what in built.items() if not what["ok"]]
     notes += [f"{name}: {what['what']}" for name, what in built.items() if what["ok"]]

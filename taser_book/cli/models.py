@@ -37,8 +37,8 @@ PRECISION_HELP = ("auto (default): bf16 where it measured faster than fp32 (CUDA
                   "speed and R@K); recorded in the manifest with its engine (e.g. int8-onnxruntime)")
 
 
-COMPILE_HELP = ("run the encoder compiled by torch.compile (taser_lib.speed.compiled: Inductor with the weights frozen; "
-                "its first batch compiles, about a minute on two cores; needs a C++ compiler), at --precision fp32, "
+COMPILE_HELP = ("run the encoder compiled by torch.compile (taser_lib.speed.compiled: Inductor with the weights "
+                "frozen; its first batch compiles, 30-50 s on two cores; needs a C++ compiler), at --precision fp32, "
                 "bf16 or auto; recorded in the manifest (e.g. bf16-compiled)")
 
 

@@ -2,20 +2,21 @@
 encoding a corpus to search on a CPU.
 
     >>> encoder = compiled_encoder(load_encoder("default", precision="auto"))   # or `taser index ... --compile`
-    >>> vectors = encoder.encode_passages(passages)   # the first batch compiles (about a minute on 2 cores)
+    >>> vectors = encoder.encode_passages(passages)   # the first batch compiles (30-50 s on 2 cores)
 
-Inductor with `freezing` (`torch._inductor.config.freezing`) treats the weights of the model it compiles as
-constants: it packs each linear's weights once for oneDNN and fuses the bias, GELU, residual adds and layer norms
-around them, so the attention and the element-wise ops stop costing a pass over memory each. Shapes are compiled
-dynamic (`dynamic=True`), so the encoder's length-sorted batches of varying width run one graph and do not
-recompile per width. The compiled graph is made for the precision the encoder resolves (a copy of the model at fp32,
-or its bf16 copy) and made again when the model's weights change; its vectors match the eager forward's to rounding
-(`tests/test_compiled.py`: cosine >= 0.9999). Each such remaking is a compilation that torch's compile cache keeps
-(`torch._dynamo.config.cache_size_limit` of them per function, 8 by default, beyond which it runs eagerly).
+Inductor with `freezing` (`torch._inductor.config.freezing`) treats the weights of the model it compiles as constants,
+which lets it pack them once for its CPU kernels and fold what depends on them alone; what else it fuses is Inductor's
+choice and was not inspected here. Shapes are compiled dynamic (`dynamic=True`), so the encoder's length-sorted batches
+of varying width run one graph and do not recompile per width. The compiled graph is made for the precision the encoder
+resolves (a copy of the model at fp32, or its bf16 copy) and made again when the model's weights change; its vectors
+match the eager forward's to rounding (`tests/test_compiled.py`: cosine >= 0.9999). Each such remaking is a compilation
+that torch's compile cache keeps (`torch._dynamo.config.cache_size_limit` of them per function, 8 by default, beyond
+which it runs eagerly).
 
 Measured on a 2-core AMD EPYC with AVX-512 bf16 (SQuAD-open passages, batch 64, up to 256 tokens, the packaged
 MiniLM at `auto`, i.e. bf16), eager against compiled in turn, three rounds: compiled took about 0.77 of eager's time;
-its first batch, the compilation, took 52 s. `taser bench --only peers` times it beside the other contenders.
+its first batch, the compilation, took 52 s (29 s in the peers run). `taser bench --only peers` times it beside the
+other contenders.
 
 For indexing, never for training (freezing treats the weights as constants, and the compiled graph has no backward);
 it needs a C++ compiler on the machine, which Inductor calls.
