@@ -1,0 +1,74 @@
+"""Pages moved into taser_book/pages are result-preserving: each computes the tables its notebook computed.
+
+Every entry of `taser_book/result_preserving_changes.yaml` shown by `test_the_page_publishes_what_its_notebook_did`
+is a notebook that became prose and one call per cell over `taser_book/pages/<page>.py` (which the entry `requires`).
+The notebook at `from` and the page module now both run for real at `smoke` sizes on the code paths the `cpu`
+profile takes (`CPU_PATHS`), sharing one run cache, and must hand `publish` the same tables, parameters and settings
+(`page_proof.assert_same_publish`)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from page_proof import Published, PublishRecorder, assert_same_publish
+from taser_book.profiles import page_settings
+
+REPO = Path(__file__).resolve().parents[1]
+TEST = "tests/test_page_proofs.py::test_the_page_publishes_what_its_notebook_did"
+
+# The page's cpu settings that choose a code path (beyond sizes, the model and the seeds), run at smoke sizes.
+CPU_PATHS = {
+    "de_margins": {"reinit_layers": 2},
+}
+# {page: {table: [columns of measured wall time]}}: present on both sides, their values not compared.
+TIMINGS: dict[str, dict[str, list[str]]] = {}
+
+
+def _entries() -> list[dict]:
+    entries = yaml.safe_load((REPO / "taser_book/result_preserving_changes.yaml").read_text(encoding="utf-8")) or []
+    return [e for e in entries if e.get("shown_by") == TEST]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", _entries(), ids=lambda e: Path(e["file"]).stem)
+def test_the_page_publishes_what_its_notebook_did(entry, monkeypatch):
+    page = Path(entry["file"]).stem
+    module = importlib.import_module(f"taser_book.pages.{page}")
+    assert f"taser_book/pages/{page}.py" in (entry.get("requires") or {}), "the entry requires the page module"
+    overrides = CPU_PATHS[page]
+    cpu = page_settings(page, "cpu")
+    assert all(getattr(cpu, k) == v for k, v in overrides.items()), "CPU_PATHS holds the cpu profile's values"
+    record = PublishRecorder(monkeypatch)
+    before = record.notebook(entry["file"], entry["from"], "smoke", overrides)
+    after = record.page(module, "smoke", overrides)
+    assert_same_publish(before, after, TIMINGS.get(page))
+
+
+def test_every_page_module_but_the_testbed_has_its_proof():
+    """Every page module is declared with its proof (the testbed page was rerun after its move instead)."""
+    proven = {Path(e["file"]).stem for e in _entries()}
+    modules = {p.stem for p in (REPO / "taser_book/pages").glob("*.py") if p.stem not in ("__init__", "common")}
+    assert modules - {"testbed"} == proven and proven <= set(CPU_PATHS)
+
+
+def test_the_proof_sees_a_changed_table_parameter_or_setting():
+    frame = pd.DataFrame({"model": ["ca", "de"], "value": [0.5, 0.25], "seconds": [1.0, 2.0]})
+    same = Published("p", {"t": frame}, {"seed": 13}, {}, {"profile": "smoke"})
+    assert_same_publish([same], [Published("p", {"t": frame.copy()}, {"seed": 13}, {}, {"profile": "smoke"})])
+    changed = [Published("p", {"t": frame.assign(value=[0.5, 0.2500001])}, {"seed": 13}, {}, {"profile": "smoke"}),
+               Published("p", {"t": frame[["value", "model", "seconds"]]}, {"seed": 13}, {}, {"profile": "smoke"}),
+               Published("p", {"t": frame}, {"seed": 42}, {}, {"profile": "smoke"}),
+               Published("p", {"t": frame}, {"seed": 13}, {}, {"profile": "cpu"}),
+               Published("p", {"t": frame, "u": frame}, {"seed": 13}, {}, {"profile": "smoke"})]
+    for other in changed:
+        with pytest.raises(AssertionError):
+            assert_same_publish([same], [other])
+    timed = Published("p", {"t": frame.assign(seconds=[3.0, 4.0])}, {"seed": 13}, {}, {"profile": "smoke"})
+    with pytest.raises(AssertionError):
+        assert_same_publish([same], [timed])
+    assert_same_publish([same], [timed], {"t": ["seconds"]})
