@@ -109,12 +109,16 @@ def _same_value(a: Any, b: Any, where: str, timings: Mapping[str, Any] | None = 
 def assert_same_publish(before: list[Published], after: list[Published],
                         timings: Mapping[str, Any] | None = None) -> None:
     """The same `publish` calls: the page's name, every table (exactly equal), parameters and settings.
-    `timings` ({table: [column, ...]}): columns of measured wall time, present on both sides, values not compared."""
+    `timings` ({table: [column, ...], "parameters": [key, ...]}): columns or parameters of measured wall time, present
+    on both sides, their values not compared."""
     assert len(before) == len(after) >= 1, f"{len(before)} publish call(s) before, {len(after)} after"
+    timed = list((timings or {}).get("parameters", ()))
     for old, new in zip(before, after):
         assert old.notebook == new.notebook
         _same_value(old.tables, new.tables, f"{old.notebook} tables", timings)
-        _same_value(old.parameters, new.parameters, f"{old.notebook} parameters")
+        assert all(k in old.parameters and k in new.parameters for k in timed), f"{old.notebook}: no {timed}"
+        _same_value({k: v for k, v in old.parameters.items() if k not in timed},
+                    {k: v for k, v in new.parameters.items() if k not in timed}, f"{old.notebook} parameters")
         _same_value(old.table_parameters, new.table_parameters, f"{old.notebook} table_parameters")
         _same_value(old.settings, new.settings, f"{old.notebook} settings")
 

@@ -22,8 +22,8 @@ def _final_name(node: ast.AST) -> str | None:
         return node.id
     if isinstance(node, ast.Attribute):
         return node.attr
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-        return str(node.slice.value)
+    if isinstance(node, ast.Subscript):  # cfg["loss"] by its key; routing[label] by what it indexes
+        return str(node.slice.value) if isinstance(node.slice, ast.Constant) else _final_name(node.value)
     return None
 
 
@@ -60,6 +60,8 @@ def test_the_checks_find_what_they_look_for():
     assert name_comparisons('if config.training.loss == "mse":\n    pass') == ["config.training.loss == 'mse'"]
     assert name_comparisons('x = routing in ("token", "sequence")') == ["routing in ('token', 'sequence')"]
     assert name_comparisons('if loss is None:\n    pass') == []
+    assert name_comparisons('learned = [x for x in paths if routing[x] in ("sequence", "token")]') == [
+        "routing[x] in ('sequence', 'token')"]
     assert dotted_settings('sets = [f"training.loss={name}", "loop.max_steps=3", "a=b"]') == ["loop.max_steps=3",
                                                                                          "training.loss="]
 
@@ -70,6 +72,16 @@ def test_no_code_outside_its_owner_branches_on_a_loss_or_routing_name():
         rel = path.relative_to(REPO).as_posix()
         if rel not in OWNERS:
             found += [f"{rel}: {c}" for c in name_comparisons(path.read_text(encoding="utf-8"))]
+    assert not found, "ask the loss object or the routing strategy instead:\n" + "\n".join(found)
+
+
+def test_no_notebook_branches_on_a_loss_or_routing_name():
+    found = []
+    for path in sorted(REPO.glob("notebooks/*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            if cell["cell_type"] == "code":
+                source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                found += [f"{path.name} cell {i}: {c}" for c in name_comparisons(source)]
     assert not found, "ask the loss object or the routing strategy instead:\n" + "\n".join(found)
 
 

@@ -84,7 +84,8 @@ def training_table(s: PageSettings, teacher: CachedRun, runs: Mapping[str, Mappi
     return pd.DataFrame([{"model": "ca", "seed": s.seed, "steps": teacher.result["final_step"],
                           "selected step": teacher.result.get("best_step")}]
                         + [{"model": n, "seed": sd, "steps": r.result["final_step"],
-                            "selected step": r.result.get("best_step")} for n, by in runs.items() for sd, r in by.items()])
+                            "selected step": r.result.get("best_step")}
+                           for n, by in runs.items() for sd, r in by.items()])
 
 
 def rerank_tables(s: PageSettings, teacher: CachedRun,
