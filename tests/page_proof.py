@@ -66,7 +66,7 @@ class PublishRecorder:
         parameters papermill would inject) and return its `publish` calls."""
         import matplotlib.pyplot as plt
         cells = json.loads(source_at(path, digest))["cells"]
-        namespace: dict[str, Any] = {"__name__": "__main__"}
+        namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *args, **kwargs: None}  # IPython's
         start = len(self.calls)
         for cell in cells:
             if cell["cell_type"] != "code":
