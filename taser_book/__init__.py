@@ -6,7 +6,7 @@ result files and their provenance, the papers' analyses, tables and claims, the 
 the book's build, `taser reproduce`, the benchmarks and the `taser` command line.
 
 Layers (each imports only from its own, those before it, and taser_lib; tests/test_layers.py checks it):
-analyses -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> pages -> runner -> book -> reproduce, bench -> cli
+analyses, bench -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> pages -> runner -> book -> reproduce -> cli
 """
 
 from taser_lib import __version__

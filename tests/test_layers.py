@@ -6,7 +6,7 @@ at the top.
 The layers, lowest first, as the README lists them (each package's __init__.py repeats its list):
 
     taser_lib:  errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training -> speed, export
-    taser_book: analyses -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> pages -> runner -> book -> reproduce, bench -> cli
+    taser_book: analyses, bench -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> pages -> runner -> book -> reproduce -> cli
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("speed", "export"),
     ),
     BOOK: (
-        ("analyses",),
+        ("analyses", "bench"),
         ("results", "preserving", "claims", "run_ledger", "profiles", "executed"),
         ("tables",),
         ("runs",),
@@ -41,7 +41,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("pages",),
         ("runner",),
         ("book",),
-        ("reproduce", "bench"),
+        ("reproduce",),
         ("cli",),
     ),
 }

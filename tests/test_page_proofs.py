@@ -26,16 +26,31 @@ TEST = "tests/test_page_proofs.py::test_the_page_publishes_what_its_notebook_did
 # The page's cpu settings that choose a code path (beyond sizes and the model), run at smoke sizes. A list may be
 # part of the cpu profile's (in its order): enough of its variants, losses or seeds to take each path the page has.
 CPU_PATHS = {
-    "de_margins": {"reinit_layers": 2},
+    "baselines": {},  # cpu's nfcorpus and cisi do not fit smoke's 300 documents; smoke's two sets are part of cpu's
+    "de_capacity": {"ca_seeds": [13]},
+    "de_colbert": {},
+    "de_distillation": {"small_sizes": ["2-384"]},
     "de_k_sweep": {},
+    "de_learning_curves": {},
+    "de_margins": {"reinit_layers": 2},
+    "de_negatives": {"negative_losses": ["de-one-hot", "de-softmax-ce"]},
     "de_propositions": {},
-    "de_learning_curves": {},  # seeds [13, 14] gave the same tables too (by hand, 2 minutes): one seed here
+    "de_qualitative": {"reinit_layers": 2, "students": ["de-margin-mse", "de-softmax-ce"]},
+    "de_regularisation": {"regularisers": ["baseline", "embedding-dropout", "token-dropout", "mlm", "focal"]},
+    "de_score_distributions": {"reinit_layers": 2},
+    "taser_distilled": {},
+    "taser_efficiency": {},
+    "taser_hybrid": {},
+    "taser_in_domain": {},
+    "taser_out_of_domain": {},  # as baselines: smoke's two out-of-domain sets
+    "taser_routing": {"routing_variants": ["dpr", "shared", "taser", "seq-r-2", "tok-r-2"], "score_dev": True},
 }
 # {page: {table: [columns of measured wall time], "parameters": [keys]}}: on both sides, their values not compared.
+WALL = {"parameters": ["wall_s"]}
 TIMINGS: dict[str, dict[str, list[str]]] = {
-    "de_k_sweep": {"parameters": ["wall_s"]},
-    "de_learning_curves": {"parameters": ["wall_s"]},
-    "de_propositions": {"parameters": ["wall_s"]},
+    "de_colbert": WALL, "de_distillation": WALL, "de_k_sweep": WALL, "de_learning_curves": WALL,
+    "de_negatives": WALL, "de_propositions": WALL, "de_regularisation": WALL, "taser_distilled": WALL,
+    "taser_efficiency": {"throughput": ["seconds", "passages_per_second"]},  # measured as the page runs
 }
 
 

@@ -1,14 +1,16 @@
 """Lines of the core: every file of taser_lib's models, losses, data, retrieval, evaluation and training, plus every
 taser_lib module they import (at the top of a file or inside a function), followed to the end.
 
-    python tools/core_lines.py            # the total, and the lines per package
-    python tools/core_lines.py --files    # every counted file with its lines
+    python tools/core_lines.py              # the total, and the lines per package
+    python tools/core_lines.py --files      # every counted file with its lines
+    python tools/core_lines.py --notebooks  # the notebooks' lines of code (non-blank lines of code cells)
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,10 +63,25 @@ def lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
 
+def notebook_lines(path: Path) -> int:
+    """Non-blank lines of a notebook's code cells."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    sources = ("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+               for c in cells if c["cell_type"] == "code")
+    return sum(1 for source in sources for line in source.splitlines() if line.strip())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", action="store_true", help="list every counted file")
+    parser.add_argument("--notebooks", action="store_true", help="count the notebooks' lines of code instead")
     args = parser.parse_args()
+    if args.notebooks:
+        counts = {p.stem: notebook_lines(p) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))}
+        print(f"notebook code: {sum(counts.values()):,} lines in {len(counts)} notebooks")
+        for name, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            print(f"  {name:24s} {n:5,d}")
+        return
     files = core_files()
     by_package: dict[str, int] = {}
     for path in files:

@@ -1,8 +1,14 @@
-"""What the page modules share: the training parameters a page hands to `runs.recipes.reranking_run`."""
+"""What the page modules share: the training parameters a page hands to `runs.recipes.reranking_run`, and the
+sentences several pages print about their runs."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+import pandas as pd
+
+from taser_lib.evaluation.query_sets import shared_query_counts
 
 from ..profiles import PageSettings
 
@@ -26,3 +32,16 @@ def reranking_params(settings: PageSettings, *, sizes: tuple[str, ...] = SIZES, 
     if unknown:
         raise TypeError(f"reranking_params: {', '.join(unknown)} not among the settings it gives ({', '.join(names)})")
     return {name: replace.get(name, getattr(settings, name)) for name in names}
+
+
+def teacher_line(teacher: Any) -> str:
+    """The CA teacher's training steps and dev nDCG@10 (`teacher`: its finished run), as the pages print it."""
+    return f"CA teacher: {teacher.result['final_step']} training steps, dev nDCG@10 {teacher.metric:.3f}"
+
+
+def questions_compared(before: pd.DataFrame, kept: pd.DataFrame, labels: Mapping[str, str]) -> str:
+    """On how many test questions the models are compared: one number when it is the same for all, else each
+    model's (`before`, `kept`: the per-query rows before and after `query_sets.shared_queries`)."""
+    compared = shared_query_counts(before, kept).groupby("model")["shared"].max()
+    return (f"every model is compared on the same {compared.min()} test questions" if compared.nunique() == 1 else
+            "test questions compared: " + ", ".join(f"{labels.get(m, m)} {n}" for m, n in compared.items()))

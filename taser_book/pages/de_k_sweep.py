@@ -33,7 +33,7 @@ from ..runs.run_tables import per_query_rows
 from ..scorecard import notebook_claims, publish
 from ..tables.train_test import comparison_table
 from ..tables.wide import labelled
-from .common import reranking_params
+from .common import reranking_params, teacher_line
 
 PAGE = "de_k_sweep"
 Runs = Mapping[tuple[str, int, int], CachedRun]  # {(model name, K, seed): run}
@@ -144,8 +144,7 @@ class KSweep:
         return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def teacher_line(self) -> str:
-        return (f"CA teacher: {self.teacher.result['final_step']} training steps, dev nDCG@10 "
-                f"{self.teacher.metric:.3f}; {self.settings.candidates} candidates per question")
+        return f"{teacher_line(self.teacher)}; {self.settings.candidates} candidates per question"
 
     def training_table(self) -> pd.DataFrame:
         return self.training.drop(columns="run")

@@ -27,7 +27,7 @@ from ..runs.recipes import load_variants, reranking_run
 from ..runs.run_tables import curve_rows
 from ..scorecard import notebook_claims, publish
 from ..tables.train_test import curve_endpoints
-from .common import reranking_params
+from .common import reranking_params, teacher_line
 
 PAGE = "de_learning_curves"
 Runs = Mapping[str, Mapping[int, CachedRun]]  # {"ca" | "de" | "dist": {seed: run}}
@@ -110,7 +110,7 @@ class LearningCurves:
                        parameters=self.parameters(), settings=self.settings)
 
     def teacher_line(self) -> str:
-        return f"CA teacher: {self.teacher.result['final_step']} training steps, dev nDCG@10 {self.teacher.metric:.3f}"
+        return teacher_line(self.teacher)
 
     def training_table(self) -> pd.DataFrame:
         return self.training.drop(columns="run")

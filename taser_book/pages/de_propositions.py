@@ -38,7 +38,7 @@ from ..runs.recipes import reranking_run
 from ..runs.scoring import grid_matrix, grid_set, run_scores, saved_model_scores
 from ..scorecard import notebook_claims, publish
 from ..tables.propositions import prop3_summary
-from .common import reranking_params
+from .common import reranking_params, teacher_line
 
 PAGE = "de_propositions"
 IDENTITY_TAUS = [1.0, 10.0]  # the temperatures of the binary-identity table
@@ -154,7 +154,7 @@ class Propositions:
                        parameters=self.parameters(), settings=self.settings)
 
     def teacher_line(self) -> str:
-        return f"CA teacher: {self.teacher.result['final_step']} training steps, dev nDCG@10 {self.teacher.metric:.3f}"
+        return teacher_line(self.teacher)
 
     def overview(self) -> pd.DataFrame:
         return pd.Series(self.overview_values, name="value", dtype=object).to_frame()
