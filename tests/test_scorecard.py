@@ -97,10 +97,11 @@ def test_every_claims_file_parses_and_every_claim_survived_the_move():
         assert claim.statement and claim.paper_numbers and claim.where, claim.id
         assert claim.unit, f"{claim.id} has no unit: the book would show its numbers bare"
         assert claim.notebook == Path(claim.source.rsplit(":", 1)[0]).stem
-    # the notebooks that exist show their claims from these files
+    # the pages that exist publish, and show their claims, from these files
     for name in ("taser_architecture", "baselines"):
         assert (REPO / "notebooks" / f"{name}.ipynb").is_file()
-        assert f'publish(results_dir, \\"{name}\\"' in (REPO / "notebooks" / f"{name}.ipynb").read_text()
+        module = (REPO / "taser_book" / "pages" / f"{name}.py").read_text()
+        assert f'PAGE = "{name}"' in module and "publish(results_dir, PAGE" in module
         assert list(notebook_claims(name)["id"]) == [c.id for c in claims if c.notebook == name]
 
 
