@@ -19,10 +19,10 @@ export TASER_DATA_DIR    ?= $(abspath .cache/data)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e ".[cpu,book,test,dist]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[cpu,book,test,dist]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
