@@ -8,8 +8,9 @@ there, so nothing trains. The teacher is each page's first run; the students' ke
 fingerprint, so they need it trained and are not computed here.
 
 A page whose models start from a re-initialised copy of the model (`reinit_layers`, written on first use by
-`runs.testbed.reinitialised_checkpoint`) fingerprints that copy, and its config.json names the transformers version
-that wrote it: its teacher's key is the recorded one only under the transformers the result recorded. For those the
+`runs.testbed.reinitialised_checkpoint` under the run cache) has that copy's absolute path in its runs' configs, and
+the copy's folder name holds a hash of where the packaged model is installed; its config.json names the transformers
+that wrote it. Its teacher's key is then the recorded one only in the checkout the result was made in. For those the
 module and the notebook must still ask for one and the same run."""
 
 from __future__ import annotations
