@@ -11,6 +11,7 @@ import pandas as pd
 from taser_lib.evaluation.query_sets import shared_query_counts
 
 from ..profiles import PageSettings
+from ..runs.testbed import reinitialised_checkpoint
 
 # The settings every re-ranking run of a dual-encoder page reads, in the order its parameters are recorded.
 TRAINING = ("model", "pooling", "precision", "max_query_length", "max_passage_length", "batch_size",
@@ -45,3 +46,24 @@ def questions_compared(before: pd.DataFrame, kept: pd.DataFrame, labels: Mapping
     compared = shared_query_counts(before, kept).groupby("model")["shared"].max()
     return (f"every model is compared on the same {compared.min()} test questions" if compared.nunique() == 1 else
             "test questions compared: " + ", ".join(f"{labels.get(m, m)} {n}" for m, n in compared.items()))
+
+
+def distill_params(settings: PageSettings, **replace: Any) -> dict[str, Any]:
+    """What a dual-encoder page hands every run, the CA teacher's and its students': `reranking_params` with the CA's
+    checkpoint (`cross_encoder_model`), then the teacher's own sizes (`teacher`)."""
+    return {**reranking_params(settings, extra=("cross_encoder_model",), **replace), "teacher": settings.teacher_params}
+
+
+def start_model(settings: PageSettings) -> str:
+    """One start for the CA and every DE: `model`, or `model` with its top `reinit_layers` re-initialised."""
+    if not settings.reinit_layers:
+        return settings.model
+    return str(reinitialised_checkpoint(settings.model, settings.reinit_layers))
+
+
+def reinit_params(settings: PageSettings) -> dict[str, Any]:
+    """`distill_params` from `start_model` (the CA too starts there when re-initialised), and the re-ranking loop."""
+    start = start_model(settings)
+    return {**distill_params(settings, model=start,
+                             cross_encoder_model=start if settings.reinit_layers else settings.cross_encoder_model),
+            "rerank_loop": settings.rerank_loop}

@@ -37,7 +37,7 @@ from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import first_stage_scores
 from ..tables.train_test import comparison_sentence, comparison_table
 from ..tables.wide import labelled, wide_table
-from .common import reranking_params
+from .common import distill_params
 
 PAGE = "de_capacity"
 
@@ -47,15 +47,10 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
     return page_settings(PAGE, profile, overrides)
 
 
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of the DE runs: the re-ranking settings, the CA's checkpoint and the teacher's own sizes."""
-    return {**reranking_params(s), "cross_encoder_model": s.cross_encoder_model, "teacher": s.teacher_params}
-
-
 def ca_params(s: PageSettings) -> dict[str, Any]:
     """The parameters of the CA runs: the teacher's (`ca_like_teacher`: it trains as the teacher does), else the
     students' sizes."""
-    return rerank_params(s) if s.ca_like_teacher else {**rerank_params(s), "teacher": {}}
+    return distill_params(s) if s.ca_like_teacher else {**distill_params(s), "teacher": {}}
 
 
 def labels(s: PageSettings) -> dict[str, str]:
@@ -75,7 +70,7 @@ def train(s: PageSettings, size_list: Sequence[Size]) -> tuple[CachedRun, dict[s
     """The CA teacher and {"ca" | "de" | "dist": {(size, seed): run}}: a CA per depth (of each seed of `ca_seeds`,
     one standing for every seed when it has one), a one-hot DE and a DIST per size and seed (trained, or read from
     the run cache)."""
-    params, for_ca = rerank_params(s), ca_params(s)
+    params, for_ca = distill_params(s), ca_params(s)
     shapes = {"distill": checkpoint_shape(s.model), "cross-encoder": checkpoint_shape(s.cross_encoder_model)}
     on_testbed = [changes.data(dataset=s.testbed)]  # squad-open is the configs' own: every other page's runs
     teacher = reranking_run("ca", s.seed, params, changes=on_testbed, progress=False)
@@ -189,7 +184,7 @@ class Capacity:
     def parameters(self) -> dict[str, Any]:
         """What the page ran with, recorded beside its first table."""
         s = self.settings
-        return {**rerank_params(s), "profile": s.profile, "seeds": s.seeds, "seed": s.seed, "sizes": s.sizes,
+        return {**distill_params(s), "profile": s.profile, "seeds": s.seeds, "seed": s.seed, "sizes": s.sizes,
                 "largest_size": self.top.label, "distilled": s.distilled, "testbed": s.testbed,
                 "teacher": self.teacher.dir.name, "ca_like_teacher": s.ca_like_teacher, "ca_seeds": s.ca_seeds,
                 "test_questions": len(self.shared)}

@@ -33,7 +33,7 @@ from ..runs.recipes import load_variants, reranking_run
 from ..runs.students import testbed_changes
 from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import paired_tests, per_query_rows, query_means, seed_means, seed_summary
-from .common import questions_compared, reranking_params, teacher_line
+from .common import distill_params, questions_compared, teacher_line
 
 PAGE = "de_colbert"
 # {run name: the short name the tables, the paper's tables and the claims use}
@@ -50,12 +50,6 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
     return page_settings(PAGE, profile, overrides)
 
 
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of every run of the page: the re-ranking settings, the CA's checkpoint and the teacher's own
-    sizes (one CA teacher shared with the other dual-encoder pages)."""
-    return {**reranking_params(s, extra=("cross_encoder_model",)), "teacher": s.teacher_params}
-
-
 def labels() -> dict[str, str]:
     """{short name: the label the page's tables and figures show}."""
     variants = load_variants(section="reranking")
@@ -65,7 +59,7 @@ def labels() -> dict[str, str]:
 def train(s: PageSettings) -> tuple[CachedRun, dict[str, dict[int, CachedRun]]]:
     """The CA teacher and {student: {seed: run}} of the ColBERT and the DE students (trained, or read from the run
     cache)."""
-    params = rerank_params(s)
+    params = distill_params(s)
     on_testbed = testbed_changes(s.testbed)
     teacher = reranking_run("ca", s.seed, params, changes=on_testbed, progress=False)
     runs = {n: {sd: reranking_run(n, sd, params, teacher=teacher, changes=on_testbed, progress=False)
@@ -123,7 +117,7 @@ class Colbert:
     def parameters(self) -> dict[str, Any]:
         """What the page ran with, recorded beside its first table."""
         s = self.settings
-        return {**rerank_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
+        return {**distill_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
                 "colbert_students": s.colbert_students, "de_students": s.de_students,
                 "teacher": self.teacher.dir.name, "wall_s": round(self.wall_s)}
 

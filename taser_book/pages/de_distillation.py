@@ -48,7 +48,7 @@ from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import (first_stage_scores, paired_tests, per_query_rows, query_means,
                                     retrieval_per_query, seed_means, seed_summary)
 from ..tables.seeded import SeededModels
-from .common import questions_compared, reranking_params, teacher_line
+from .common import distill_params, questions_compared, teacher_line
 
 PAGE = "de_distillation"
 # our model names (the claims file's) for each entry of variants.yaml
@@ -73,12 +73,6 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
     return page_settings(PAGE, profile, overrides)
 
 
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of every run of the page: the re-ranking settings, the CA's checkpoint and the teacher's own
-    sizes (one shared CA teacher, as taser_distilled)."""
-    return {**reranking_params(s), "cross_encoder_model": s.cross_encoder_model, "teacher": s.teacher_params}
-
-
 def lengths(s: PageSettings) -> dict[str, int]:
     """The lengths and batch size the page scores with."""
     return dict(max_query_length=s.max_query_length, max_passage_length=s.max_passage_length,
@@ -101,7 +95,7 @@ def train(s: PageSettings) -> tuple[CachedRun, dict[str, dict[int, CachedRun]],
                                     dict[tuple[str, str], dict[int, CachedRun]]]:
     """The CA teacher, {loss: {seed: run}} of the profile's students and {(size, loss): {seed: run}} of the smaller
     students (trained, or read from the run cache)."""
-    params = rerank_params(s)
+    params = distill_params(s)
     on_testbed = testbed_changes(s.testbed)
     teacher = reranking_run("ca", s.seed, params, changes=on_testbed, progress=False)
     runs = {n: {sd: reranking_run(n, sd, params, teacher=teacher, changes=on_testbed, progress=False)
@@ -238,7 +232,7 @@ class Distillation:
     def parameters(self) -> dict[str, Any]:
         """What the page ran with, recorded beside its first table (`wall_s`: the seconds it took)."""
         s = self.settings
-        return {**rerank_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
+        return {**distill_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
                 "losses": s.losses, "retrieval": s.retrieval, "retrieval_losses": s.retrieval_losses,
                 "small_sizes": s.small_sizes, "small_losses": s.small_losses, "small_seeds": small_seeds(s),
                 "size_source": s.size_source, "top_k": s.top_k, "teacher": self.teacher.dir.name,

@@ -33,7 +33,7 @@ from ..runs.run_tables import per_query_rows
 from ..scorecard import notebook_claims, publish
 from ..tables.train_test import comparison_table
 from ..tables.wide import labelled
-from .common import reranking_params, teacher_line
+from .common import distill_params, teacher_line
 
 PAGE = "de_k_sweep"
 Runs = Mapping[tuple[str, int, int], CachedRun]  # {(model name, K, seed): run}
@@ -42,11 +42,6 @@ Runs = Mapping[tuple[str, int, int], CachedRun]  # {(model name, K, seed): run}
 def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None) -> PageSettings:
     """The model, data and sizes this page runs with at `profile` (`overrides`: settings that differ from it)."""
     return page_settings(PAGE, profile, overrides)
-
-
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of every run of the page: the re-ranking settings, the CA's checkpoint and its own sizes."""
-    return {**reranking_params(s), "cross_encoder_model": s.cross_encoder_model, "teacher": s.teacher_params}
 
 
 def model_names(s: PageSettings) -> dict[str, str]:
@@ -63,7 +58,7 @@ def labels(s: PageSettings) -> dict[str, str]:
 def train(s: PageSettings) -> tuple[CachedRun, dict[tuple[str, int, int], CachedRun]]:
     """The CA teacher and {(model name, K, seed): student} (trained, or read from the run cache); squad-open is the
     configs' own testbed, so these are the same runs as every other page's."""
-    params, names = rerank_params(s), model_names(s)
+    params, names = distill_params(s), model_names(s)
     on_testbed = [changes.data(dataset=s.testbed)]
     teacher = reranking_run("ca", s.seed, params, changes=on_testbed, progress=False)
     runs = {(names[loss], k, sd): reranking_run(loss, sd, params, teacher=teacher, progress=False,
@@ -135,7 +130,7 @@ class KSweep:
 
     def parameters(self) -> dict[str, Any]:
         s = self.settings
-        return {**rerank_params(s), "profile": s.profile, "seeds": s.seeds, "seed": s.seed, "ks": s.ks,
+        return {**distill_params(s), "profile": s.profile, "seeds": s.seeds, "seed": s.seed, "ks": s.ks,
                 "candidates": s.candidates, "losses": s.losses, "testbed": s.testbed, "teacher": self.teacher.dir.name,
                 "wall_s": round(self.wall_s)}
 

@@ -27,7 +27,7 @@ from ..runs.recipes import load_variants, reranking_run
 from ..runs.run_tables import curve_rows
 from ..scorecard import notebook_claims, publish
 from ..tables.train_test import curve_endpoints
-from .common import reranking_params, teacher_line
+from .common import distill_params, teacher_line
 
 PAGE = "de_learning_curves"
 Runs = Mapping[str, Mapping[int, CachedRun]]  # {"ca" | "de" | "dist": {seed: run}}
@@ -36,11 +36,6 @@ Runs = Mapping[str, Mapping[int, CachedRun]]  # {"ca" | "de" | "dist": {seed: ru
 def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None) -> PageSettings:
     """The model, data and sizes this page runs with at `profile` (`overrides`: settings that differ from it)."""
     return page_settings(PAGE, profile, overrides)
-
-
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of the students' runs: the re-ranking settings, the CA teacher's checkpoint and own sizes."""
-    return {**reranking_params(s), "cross_encoder_model": s.cross_encoder_model, "teacher": s.teacher_params}
 
 
 def labels(s: PageSettings) -> dict[str, str]:
@@ -52,7 +47,7 @@ def train(s: PageSettings) -> tuple[CachedRun, dict[str, dict[int, CachedRun]]]:
     """The CA teacher and, per seed, the CA, one-hot DE and distilled DE whose curves are drawn (trained, or read
     from the run cache). The compared CAs train and are scored as they are (no teacher sizes of their own);
     squad-open is the configs' own testbed, so these are the same runs as every other page's."""
-    params = rerank_params(s)
+    params = distill_params(s)
     subject_params = {**params, "teacher": {}}
     on_testbed = [changes.data(dataset=s.testbed)]
     curve_sets = ([] if s.train_eval_queries is None
@@ -99,7 +94,7 @@ class LearningCurves:
 
     def parameters(self) -> dict[str, Any]:
         s = self.settings
-        return {**rerank_params(s), "profile": s.profile, "seeds": s.seeds, "seed": s.seed, "distilled": s.distilled,
+        return {**distill_params(s), "profile": s.profile, "seeds": s.seeds, "seed": s.seed, "distilled": s.distilled,
                 "testbed": s.testbed, "train_eval_queries": s.train_eval_queries, "teacher": self.teacher.dir.name,
                 "wall_s": round(self.wall_s)}
 

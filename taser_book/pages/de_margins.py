@@ -31,12 +31,11 @@ from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.scoring import run_scores
-from ..runs.testbed import reinitialised_checkpoint
 from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import per_query_rows, query_means
 from ..tables.seeded import seed_sources
 from ..tables.wide import labelled
-from .common import reranking_params
+from .common import reinit_params, start_model
 
 PAGE = "de_margins"
 MARGIN_STATISTICS = ("median_margin", "mean_margin", "negative_margin_share")
@@ -45,20 +44,6 @@ MARGIN_STATISTICS = ("median_margin", "mean_margin", "negative_margin_share")
 def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None) -> PageSettings:
     """The model, data and sizes this page runs with at `profile` (`overrides`: settings that differ from it)."""
     return page_settings(PAGE, profile, overrides)
-
-
-def start_model(s: PageSettings) -> str:
-    """One start for the CA and every DE: `model`, or `model` with its top `reinit_layers` re-initialised."""
-    return str(reinitialised_checkpoint(s.model, s.reinit_layers)) if s.reinit_layers else s.model
-
-
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of every run of the page: the re-ranking settings from the start, the CA's checkpoint (the
-    start itself when re-initialised), the teacher's own sizes and the re-ranking loop."""
-    start = start_model(s)
-    return {**reranking_params(s, model=start),
-            "cross_encoder_model": start if s.reinit_layers else s.cross_encoder_model,
-            "teacher": s.teacher_params, "rerank_loop": s.rerank_loop}
 
 
 def labels(s: PageSettings) -> dict[str, str]:
@@ -71,7 +56,7 @@ def labels(s: PageSettings) -> dict[str, str]:
 
 def train(s: PageSettings) -> tuple[CachedRun, dict[str, dict[int, CachedRun]]]:
     """The CA teacher and {student: {seed: run}} (trained, or read from the run cache)."""
-    params = rerank_params(s)
+    params = reinit_params(s)
     on_testbed = [] if s.testbed == "squad-open" else [changes.data(dataset=s.testbed)]
     teacher = reranking_run("ca", s.seed, params, changes=on_testbed, progress=False)
     runs = {n: {sd: reranking_run(n, sd, params, teacher=teacher, changes=on_testbed, progress=False)
@@ -185,7 +170,7 @@ class Margins:
     def parameters(self) -> dict[str, Any]:
         """What the page ran with, recorded beside its first table."""
         s = self.settings
-        return {**rerank_params(s), "model": s.model, "cross_encoder_model": s.cross_encoder_model,
+        return {**reinit_params(s), "model": s.model, "cross_encoder_model": s.cross_encoder_model,
                 "reinit_layers": s.reinit_layers, "profile": s.profile, "seed": s.seed, "seeds": s.seeds,
                 "testbed": s.testbed, "n_scored": s.n_scored, "students": s.students, "teacher": self.teacher.dir.name}
 

@@ -42,7 +42,7 @@ from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import (paired_tests, per_query_rows, query_means, retrieval_per_query, seed_means,
                                     seed_summary)
 from ..tables.seeded import SeededModels
-from .common import questions_compared, reranking_params, teacher_line
+from .common import distill_params, questions_compared, teacher_line
 
 PAGE = "de_negatives"
 # our model names (the claims file's) for each entry of variants.yaml
@@ -54,12 +54,6 @@ BY = ("model", "negatives", "dataset", "split", "metric")
 def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None) -> PageSettings:
     """The model, data and sizes this page runs with at `profile` (`overrides`: settings that differ from it)."""
     return page_settings(PAGE, profile, overrides)
-
-
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of every run of the page: the re-ranking settings, the CA's checkpoint and the teacher's own
-    sizes (one shared CA teacher, as taser_distilled)."""
-    return {**reranking_params(s), "cross_encoder_model": s.cross_encoder_model, "teacher": s.teacher_params}
 
 
 def labels() -> dict[str, str]:
@@ -76,7 +70,7 @@ def negatives(s: PageSettings) -> dict[str, list]:
 
 def train(s: PageSettings) -> tuple[CachedRun, dict[tuple[str, str], dict[int, CachedRun]]]:
     """The CA teacher and {(loss, negatives): {seed: run}} (trained, or read from the run cache)."""
-    params = rerank_params(s)
+    params = distill_params(s)
     on_testbed = testbed_changes(s.testbed)
     teacher = reranking_run("ca", s.seed, params, changes=on_testbed, progress=False)
     runs = {(n, neg): {sd: reranking_run(n, sd, params, teacher=teacher, changes=[*on_testbed, *extra],
@@ -173,7 +167,7 @@ class Negatives:
     def parameters(self) -> dict[str, Any]:
         """What the page ran with, recorded beside its first table (`wall_s`: the seconds it took)."""
         s = self.settings
-        return {**rerank_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
+        return {**distill_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
                 "negative_losses": s.negative_losses, "uniform_negatives": s.uniform_negatives,
                 "retrieval": s.retrieval, "teacher": self.teacher.dir.name, "wall_s": round(self.wall)}
 

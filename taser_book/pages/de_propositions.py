@@ -38,7 +38,7 @@ from ..runs.recipes import reranking_run
 from ..runs.scoring import grid_matrix, grid_set, run_scores, saved_model_scores
 from ..scorecard import notebook_claims, publish
 from ..tables.propositions import prop3_summary
-from .common import reranking_params, teacher_line
+from .common import distill_params, teacher_line
 
 PAGE = "de_propositions"
 IDENTITY_TAUS = [1.0, 10.0]  # the temperatures of the binary-identity table
@@ -49,15 +49,10 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
     return page_settings(PAGE, profile, overrides)
 
 
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of the CA teacher's run: the re-ranking settings, its checkpoint and its own sizes."""
-    return {**reranking_params(s), "cross_encoder_model": s.cross_encoder_model, "teacher": s.teacher_params}
-
-
 def train(s: PageSettings) -> CachedRun:
     """The CA teacher (trained, or read from the run cache)."""
     on_testbed = [] if s.testbed == "squad-open" else [changes.data(dataset=s.testbed)]
-    return reranking_run("ca", s.seed, rerank_params(s), changes=on_testbed, progress=False)
+    return reranking_run("ca", s.seed, distill_params(s), changes=on_testbed, progress=False)
 
 
 @dataclass(frozen=True)
@@ -143,7 +138,7 @@ class Propositions:
 
     def parameters(self) -> dict[str, Any]:
         s = self.settings
-        return {**rerank_params(s), "profile": s.profile, "seed": s.seed, "testbed": s.testbed,
+        return {**distill_params(s), "profile": s.profile, "seed": s.seed, "testbed": s.testbed,
                 "grid_queries": s.grid_queries, "prop3_dim": s.prop3_dim, "taus": s.taus, "tau_limit": s.tau_limit,
                 "teacher": self.teacher.dir.name, "grid": self.grid.rset.meta, "wall_s": round(self.wall_s)}
 

@@ -36,10 +36,9 @@ from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.students import testbed_changes
-from ..runs.testbed import reinitialised_checkpoint
 from ..scorecard import notebook_claims, publish
 from ..tables.disagreement import summary_table
-from .common import reranking_params, teacher_line
+from .common import reinit_params, teacher_line
 
 PAGE = "de_qualitative"
 TABLE_3 = ["query", "passage", "label", "CA (0-1)", "DE (0-1)", "discrepancy"]
@@ -51,21 +50,6 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
     if len(s.students) != 2:
         raise ValueError(f"students names the two students shown side by side, got {s.students}")
     return s
-
-
-def start_model(s: PageSettings) -> str:
-    """One start for the CA and every DE: `model`, or `model` with its top `reinit_layers` re-initialised."""
-    return str(reinitialised_checkpoint(s.model, s.reinit_layers)) if s.reinit_layers else s.model
-
-
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of every run of the page: the re-ranking settings from the start, the CA's checkpoint (the
-    start itself when re-initialised), the teacher's own sizes and the re-ranking loop (one CA teacher shared with
-    the other dual-encoder pages)."""
-    start = start_model(s)
-    return {**reranking_params(s, model=start),
-            "cross_encoder_model": start if s.reinit_layers else s.cross_encoder_model,
-            "teacher": s.teacher_params, "rerank_loop": s.rerank_loop}
 
 
 def lengths(s: PageSettings) -> dict[str, int]:
@@ -83,7 +67,7 @@ def labels(s: PageSettings) -> dict[str, str]:
 def train(s: PageSettings) -> tuple[CachedRun, dict[str, CachedRun]]:
     """The CA teacher and {student: run} of the one-hot DE and the two students (trained, or read from the run
     cache)."""
-    params = rerank_params(s)
+    params = reinit_params(s)
     on_testbed = testbed_changes(s.testbed)
     teacher = reranking_run("ca", s.seed, params, changes=on_testbed, progress=False)
     runs = {n: reranking_run(n, s.seed, params, teacher=teacher, changes=on_testbed, progress=False)
@@ -185,7 +169,7 @@ class Qualitative:
     def parameters(self) -> dict[str, Any]:
         """What the page ran with, recorded beside its first table."""
         s = self.settings
-        return {**rerank_params(s), "model": s.model, "cross_encoder_model": s.cross_encoder_model,
+        return {**reinit_params(s), "model": s.model, "cross_encoder_model": s.cross_encoder_model,
                 "reinit_layers": s.reinit_layers, "profile": s.profile, "seed": s.seed, "testbed": s.testbed,
                 "de_student": s.de_student, "students": s.students, "n_scored": s.n_scored, "n_pairs": s.n_pairs,
                 "n_tested": s.n_tested, "n_shown": s.n_shown, "top": s.top, "teacher": self.teacher.dir.name}

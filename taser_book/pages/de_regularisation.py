@@ -42,7 +42,7 @@ from ..runs.recipes import reranking_run
 from ..runs.students import testbed_changes
 from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import paired_tests, per_query_rows, query_means, seed_means, seed_summary
-from .common import reranking_params, teacher_line
+from .common import distill_params, teacher_line
 
 PAGE = "de_regularisation"
 SMOOTH_BY = ("model", "alpha", "dataset", "split", "metric")
@@ -52,12 +52,6 @@ REG_BY = ("model", "strategy", "dataset", "split", "metric")
 def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None) -> PageSettings:
     """The model, data and sizes this page runs with at `profile` (`overrides`: settings that differ from it)."""
     return page_settings(PAGE, profile, overrides)
-
-
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of every run of the page: the re-ranking settings, the CA's checkpoint and the teacher's own
-    sizes (one shared CA teacher, as taser_distilled)."""
-    return {**reranking_params(s), "cross_encoder_model": s.cross_encoder_model, "teacher": s.teacher_params}
 
 
 def lengths(s: PageSettings) -> dict[str, int]:
@@ -91,7 +85,7 @@ def train(s: PageSettings) -> tuple[CachedRun, dict[float, dict[int, CachedRun]]
     known = strategies(s)
     unknown = [r for r in s.regularisers if r not in known]
     assert not unknown, f"unknown regularisers {unknown}; known: {list(known)}"
-    params = rerank_params(s)
+    params = distill_params(s)
     on_testbed = testbed_changes(s.testbed)
     teacher = reranking_run("ca", s.seed, params, changes=on_testbed, progress=False)
 
@@ -201,7 +195,7 @@ class Regularisation:
     def parameters(self) -> dict[str, Any]:
         """What the page ran with, recorded beside its first table (`wall_s`: the seconds it took)."""
         s = self.settings
-        return {**rerank_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
+        return {**distill_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
                 "alphas": s.alphas, "regularisers": s.regularisers, "embedding_dropout": s.embedding_dropout,
                 "token_dropout": s.token_dropout, "mlm_weight": s.mlm_weight, "n_train_eval": s.n_train_eval,
                 "teacher": self.teacher.dir.name, "wall_s": round(self.wall)}

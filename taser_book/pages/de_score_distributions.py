@@ -39,10 +39,9 @@ from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.recipes import reranking_run
 from ..runs.scoring import STAGES, run_scores, stage_runs, stage_scores
-from ..runs.testbed import reinitialised_checkpoint
 from ..scorecard import notebook_claims, publish
 from ..tables.wide import labelled, score_ranges
-from .common import reranking_params, teacher_line
+from .common import reinit_params, teacher_line
 
 PAGE = "de_score_distributions"
 RECIPES = {"de-one-hot": "DE (one-hot)", "de-softmax-ce": "DIST (softmax CE)"}
@@ -56,20 +55,6 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
     return page_settings(PAGE, profile, overrides)
 
 
-def start_model(s: PageSettings) -> str:
-    """One start for the CA and every DE: `model`, or `model` with its top `reinit_layers` re-initialised."""
-    return str(reinitialised_checkpoint(s.model, s.reinit_layers)) if s.reinit_layers else s.model
-
-
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of every run of the page: the re-ranking settings from the start, the CA's checkpoint (the
-    start itself when re-initialised), the teacher's own sizes and the re-ranking loop."""
-    start = start_model(s)
-    return {**reranking_params(s, model=start),
-            "cross_encoder_model": start if s.reinit_layers else s.cross_encoder_model,
-            "teacher": s.teacher_params, "rerank_loop": s.rerank_loop}
-
-
 def figure_seed(s: PageSettings) -> int:
     """The students' seed the figures show: the first of `seeds`."""
     return s.seeds[0]
@@ -78,7 +63,7 @@ def figure_seed(s: PageSettings) -> int:
 def train(s: PageSettings) -> tuple[CachedRun, dict[str, dict[int, CachedRun]], dict[str, dict[str, CachedRun]]]:
     """The CA teacher, {student: {seed: run}} and {model: {stage: run}} of Figure 7 (init, early, final; the DEs'
     at `figure_seed`, sharing one init run), trained or read from the run cache."""
-    params = rerank_params(s)
+    params = reinit_params(s)
     on_testbed = [] if s.testbed == "squad-open" else [changes.data(dataset=s.testbed)]
     seed = figure_seed(s)
     teacher = reranking_run("ca", s.seed, params, changes=on_testbed, progress=False)
@@ -223,7 +208,7 @@ class ScoreDistributions:
     def parameters(self) -> dict[str, Any]:
         """What the page ran with, recorded beside its first table."""
         s = self.settings
-        return {**rerank_params(s), "model": s.model, "cross_encoder_model": s.cross_encoder_model,
+        return {**reinit_params(s), "model": s.model, "cross_encoder_model": s.cross_encoder_model,
                 "reinit_layers": s.reinit_layers, "profile": s.profile, "seed": s.seed, "seeds": s.seeds,
                 "testbed": s.testbed, "n_scored": s.n_scored, "early_fraction": s.early_fraction,
                 "teacher": self.teacher.dir.name,

@@ -37,7 +37,7 @@ from ..runs.recipes import load_variants, reranking_run, variant_run
 from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import paired_tests
 from ..tables.seeded import SeededModels, score_seeded_runs, score_seeded_runs_per_query
-from .common import questions_compared, reranking_params, teacher_line
+from .common import distill_params, questions_compared, reranking_params, teacher_line
 
 PAGE = "taser_distilled"
 RETRIEVERS = ("dpr", "taser")  # the retriever trainer's one-hot references
@@ -46,12 +46,6 @@ RETRIEVERS = ("dpr", "taser")  # the retriever trainer's one-hot references
 def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None) -> PageSettings:
     """The model, data and sizes this page runs with at `profile` (`overrides`: settings that differ from it)."""
     return page_settings(PAGE, profile, overrides)
-
-
-def rerank_params(s: PageSettings) -> dict[str, Any]:
-    """The parameters of the teacher and the students: the re-ranking settings, the CA's checkpoint and the
-    teacher's own sizes."""
-    return {**reranking_params(s, extra=("cross_encoder_model",)), "teacher": s.teacher_params}
 
 
 def labels(s: PageSettings) -> dict[str, str]:
@@ -64,7 +58,7 @@ def labels(s: PageSettings) -> dict[str, str]:
 def train(s: PageSettings) -> tuple[CachedRun, dict[str, dict[int, CachedRun]], dict[str, dict[int, CachedRun]]]:
     """The CA teacher, {student: {seed: run}} and {one-hot retriever: {seed: run}} (trained, or read from the run
     cache)."""
-    params = rerank_params(s)
+    params = distill_params(s)
     teacher = reranking_run("ca", s.seed, params, progress=False)
     students = {n: {sd: reranking_run(n, sd, params, teacher=teacher, progress=False) for sd in s.seeds}
                 for n in s.students}
@@ -175,7 +169,7 @@ class TaserDistilled:
     def parameters(self) -> dict[str, Any]:
         """What the page ran with, recorded beside its first table."""
         s = self.settings
-        return {**rerank_params(s), "profile": s.profile, "seeds": s.seeds, "seed": s.seed, "students": s.students,
+        return {**distill_params(s), "profile": s.profile, "seeds": s.seeds, "seed": s.seed, "students": s.students,
                 "top_k": s.top_k, "teacher": self.teacher.dir.name, "candidates": self.teacher.config.data.candidates,
                 "wall_s": round(self.wall_s)}
 
