@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass
@@ -38,7 +39,21 @@ def _key_lines(path: Path, text: str) -> dict[str, int]:
     return lines
 
 
+_READ: dict[tuple[str, int, int], tuple[dict[str, dict], dict[str, int]]] = {}
+
+
 def _read_profiles_file(path: Path) -> tuple[dict[str, dict], dict[str, int]]:
+    """(profiles, key lines) of a profiles file, parsed once per file version (a test or a reproduce resolves
+    hundreds of page settings: parsing the YAML each time took 0.1 s a call); each caller gets copies of its own."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _READ:
+        _READ[key] = _parse_profiles_file(path)
+    profiles, lines = _READ[key]
+    return copy.deepcopy(profiles), dict(lines)
+
+
+def _parse_profiles_file(path: Path) -> tuple[dict[str, dict], dict[str, int]]:
     from taser_lib.data.text import read_text  # strict UTF-8: an undecodable line is a FormatError naming it
 
     text = read_text(path)

@@ -12,6 +12,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 
+import taser_lib.datasets  # noqa: E402,F401  the registry, which the tests' configs name (test_named: the core without it)
+
 
 def shared_data_dir() -> Path:
     return Path(os.environ.get("TASER_DATA_MIRROR", REPO.parent / "shared" / "data")).resolve()

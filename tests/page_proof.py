@@ -30,6 +30,7 @@ import pandas as pd
 import pytest
 
 from git_versions import source_at
+from test_moves import old_module_names
 
 
 @dataclass
@@ -49,6 +50,7 @@ class PublishRecorder:
     def __init__(self, monkeypatch: pytest.MonkeyPatch):
         self.monkeypatch = monkeypatch
         self.calls: list[Published] = []
+        old_module_names(monkeypatch)  # the notebooks before the registry's move import it where it was
         import taser_book.scorecard
         monkeypatch.setattr(taser_book.scorecard, "publish", self._publish)
         import matplotlib

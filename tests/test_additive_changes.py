@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from git_versions import source_at
+from test_moves import DATASETS_MOVE
 
 REPO = Path(__file__).resolve().parents[1]
 TEST = "tests/test_additive_changes.py::test_each_change_keeps_what_was_there"
@@ -64,7 +65,7 @@ def _parts(source: str) -> tuple[set, dict]:
 
 
 # Modules that moved since (tests/test_moves.py): an old version finds each under its old name
-MOVED_MODULES = {"taser_lib.models.card": "taser_lib.export.card"}
+MOVED_MODULES = {"taser_lib.models.card": "taser_lib.export.card", **DATASETS_MOVE}
 
 
 def _package(path: str) -> str:
@@ -197,9 +198,9 @@ def _retriever_reads_and_scores_as_before(old, new, tmp_path, monkeypatch, share
     assert _without(_function(after, "train_retriever"), lambda s: s.startswith("for source in [*config.data")) == \
         ast.dump(_function(before, "train_retriever"))
 
-    from taser_lib.data import registry
+    from taser_lib.datasets import registry
     from taser_lib.data.formats.beir import write_corpus_jsonl, write_qrels_tsv, write_queries_jsonl
-    from taser_lib.data.slicing import slice_dataset
+    from taser_lib.datasets.slicing import slice_dataset
     from taser_lib.data.training_examples import write_dpr_retriever_json
     from taser_lib.training.config import DataSource, RetrieverDataConfig
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from taser_lib.data.registry import load_dataset
-from taser_lib.data.slicing import slice_dataset
+from taser_lib.datasets.registry import load_dataset
+from taser_lib.datasets.slicing import slice_dataset
 from taser_lib.data.types import Dataset, Document, Query
 from taser_book.analyses.baselines import (first_stage_runs, is_qa, query_length, score_run, score_runs,
                                             score_runs_per_query, truncated_queries)

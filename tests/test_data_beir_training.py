@@ -12,9 +12,9 @@ from training_helpers import make_tiny_bert, tiny_config, write_yaml
 from training_helpers import one_thread  # noqa: F401  (fixture)
 
 from taser_book.cli import main
-from taser_lib.data import registry
+from taser_lib.datasets import registry
 from taser_lib.data.formats.beir import write_corpus_jsonl, write_qrels_tsv, write_queries_jsonl
-from taser_lib.data.slicing import slice_dataset
+from taser_lib.datasets.slicing import slice_dataset
 from taser_lib.errors import ConfigError
 from taser_lib.training import retriever as R
 from taser_lib.training.config import DataSource, RetrieverDataConfig

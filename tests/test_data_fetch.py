@@ -81,7 +81,7 @@ def test_mirror_copy_and_corrupted_copy(shared_data, tmp_path):
 
 
 def test_mirror_zip_member(shared_data, tmp_path):
-    from taser_lib.data.registry import get
+    from taser_lib.datasets.registry import get
 
     (spec,) = get("squad-v1.1").files
     path = fetch_file(spec, data_dir=tmp_path / "data", mirror=shared_data)

@@ -9,13 +9,13 @@ import zipfile
 import pytest
 
 from taser_lib.data.formats._common import SkipReport, iter_json_array
-from taser_lib.data.formats.answer_selection import load_trecqa, load_wikiqa
+from taser_lib.datasets.formats.answer_selection import load_trecqa, load_wikiqa
 from taser_lib.data.formats.beir import load_beir, read_beir_corpus, read_beir_qrels, read_beir_queries
 from taser_lib.data.formats.dpr import iter_dpr_passages, read_dpr_qas
-from taser_lib.data.formats.glasgow import load_cranfield, read_cisi_qrels, read_glasgow_documents
-from taser_lib.data.formats.nfcorpus import read_nfcorpus_docs
-from taser_lib.data.formats.qa import read_curatedtrec, read_entityquestions, read_nq_open, read_webquestions
-from taser_lib.data.formats.scifact import load_scifact, parse_doc_ids, parse_string_array
+from taser_lib.datasets.formats.glasgow import load_cranfield, read_cisi_qrels, read_glasgow_documents
+from taser_lib.datasets.formats.nfcorpus import read_nfcorpus_docs
+from taser_lib.datasets.formats.qa import read_curatedtrec, read_entityquestions, read_nq_open, read_webquestions
+from taser_lib.datasets.formats.scifact import load_scifact, parse_doc_ids, parse_string_array
 from taser_lib.data.formats.squad import read_squad
 from taser_lib.data.formats.trec import read_trec_qrels, read_trec_topics
 from taser_lib.errors import FormatError

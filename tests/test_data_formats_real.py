@@ -7,12 +7,12 @@ from collections import Counter
 
 import pytest
 
-from taser_lib.data.formats.answer_selection import load_trecqa, load_wikiqa
-from taser_lib.data.formats.glasgow import load_cisi, load_cranfield
-from taser_lib.data.formats.nfcorpus import load_nfcorpus
-from taser_lib.data.formats.qa import (entityquestions_relations, load_curatedtrec, load_entityquestions,
+from taser_lib.datasets.formats.answer_selection import load_trecqa, load_wikiqa
+from taser_lib.datasets.formats.glasgow import load_cisi, load_cranfield
+from taser_lib.datasets.formats.nfcorpus import load_nfcorpus
+from taser_lib.datasets.formats.qa import (entityquestions_relations, load_curatedtrec, load_entityquestions,
                                        load_nq_open, load_webquestions)
-from taser_lib.data.formats.scifact import load_scifact
+from taser_lib.datasets.formats.scifact import load_scifact
 from taser_lib.data.formats.squad import load_squad, read_squad
 from taser_lib.data.formats.trec import read_trec_qrels, read_trec_topics
 

@@ -11,12 +11,12 @@ import zipfile
 import pytest
 
 from taser_lib.data.formats._common import SkipReport, parse_string_list
-from taser_lib.data.formats.answer_selection import load_trecqa, load_wikiqa
+from taser_lib.datasets.formats.answer_selection import load_trecqa, load_wikiqa
 from taser_lib.data.formats.beir import read_beir_corpus, read_beir_qrels, read_beir_queries
 from taser_lib.data.formats.dpr import read_dpr_qas
-from taser_lib.data.formats.glasgow import read_glasgow_documents, read_glasgow_queries
-from taser_lib.data.formats.qa import read_curatedtrec, read_webquestions
-from taser_lib.data.formats.scifact import load_scifact
+from taser_lib.datasets.formats.glasgow import read_glasgow_documents, read_glasgow_queries
+from taser_lib.datasets.formats.qa import read_curatedtrec, read_webquestions
+from taser_lib.datasets.formats.scifact import load_scifact
 from taser_lib.data.formats.squad import read_squad
 from taser_lib.data.formats.trec import read_trec_qrels, read_trec_topics
 from taser_lib.data.text import read_lines

@@ -1,4 +1,4 @@
-"""MS MARCO passage readers (taser_lib.data.formats.msmarco) and registry entries.
+"""MS MARCO passage readers (taser_lib.datasets.formats.msmarco) and registry entries.
 
 FORMAT TEST: the files below are a few lines each, written here in the exact layout of the real files (tab-separated
 columns, tar.gz / .gz packing, member names) as documented by Microsoft's MS MARCO passage README and by Hofstätter et
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from taser_lib.data import registry
-from taser_lib.data.formats.msmarco import (ScoredTriple, iter_collection, iter_id_triples, iter_scored_triples,
+from taser_lib.datasets import registry
+from taser_lib.datasets.formats.msmarco import (ScoredTriple, iter_collection, iter_id_triples, iter_scored_triples,
                                             iter_top1000, read_queries)
 from taser_lib.data.formats._common import SkipReport
 from taser_lib.errors import FormatError

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from taser_book.cli import main
-from taser_lib.data import registry
+from taser_lib.datasets import registry
 from taser_lib.data.formats.beir import read_prepared
 from taser_lib.errors import TaserError
 

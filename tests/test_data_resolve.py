@@ -11,15 +11,15 @@ import ir_measures
 import pytest
 
 from taser_book.cli import main
-from taser_lib.data import registry
+from taser_lib.datasets import registry
 from taser_lib.data.formats.beir import write_corpus_jsonl, write_prepared, write_qrels_tsv, write_queries_jsonl
 from taser_lib.data.resolve import parse_dataset_spec, resolve_dataset
-from taser_lib.data.slicing import slice_dataset
+from taser_lib.datasets.slicing import slice_dataset
 from taser_lib.data.training_examples import qrels_training_examples
 from taser_lib.data.types import Dataset
 from taser_lib.errors import TaserError
 from taser_lib.meta import run_metadata
-from taser_lib.retrieval.datasets import ensure_prepared, load_evaluation_set
+from taser_lib.datasets.ready import ensure_prepared, load_evaluation_set
 from taser_lib.retrieval.runs import read_run
 
 

@@ -12,7 +12,7 @@ from taser_book.analyses.baselines import first_stage_runs
 from taser_book.tables.out_of_domain import attach_passages, bm25_run, dense_runs, entity_questions_rows
 from taser_book.tables.seeded import SeededModels
 from taser_lib.retrieval.runs import ranked_ids
-from taser_lib.retrieval.streamed import StreamedCorpus
+from taser_lib.datasets.streamed import StreamedCorpus
 
 from training_helpers import make_tiny_bert, one_thread  # noqa: F401 - fixture
 

@@ -5,7 +5,7 @@ at the top.
 
 The layers, lowest first, as the README lists them (each package's __init__.py repeats its list):
 
-    taser_lib:  errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training -> speed, export
+    taser_lib:  errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training -> speed, export, datasets
     taser_book: analyses, bench -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> pages -> runner -> book -> reproduce -> cli
 """
 
@@ -29,7 +29,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("retrieval",),
         ("evaluation",),
         ("training",),
-        ("speed", "export"),
+        ("speed", "export", "datasets"),
     ),
     BOOK: (
         ("analyses", "bench"),

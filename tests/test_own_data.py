@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from taser_book.cli import main
-from taser_lib.data import registry
+from taser_lib.datasets import registry
 from taser_lib.data.formats.beir import write_corpus_jsonl, write_qrels_tsv, write_queries_jsonl
-from taser_lib.data.slicing import slice_dataset
+from taser_lib.datasets.slicing import slice_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -66,7 +66,7 @@ def test_the_readme_own_data_commands_train_select_search_evaluate_and_export(my
     assert len(train_queries) == 40  # 36 trained on, 4 held out
 
     from taser_lib.evaluation.metrics import evaluate
-    from taser_lib.retrieval.datasets import load_evaluation_set
+    from taser_lib.datasets.ready import load_evaluation_set
     from taser_lib.retrieval.runs import read_run
 
     test = load_evaluation_set(my_beir / "my-beir", "test")

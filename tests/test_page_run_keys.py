@@ -24,6 +24,7 @@ import yaml
 
 import taser_book.runs.recipes as recipes
 from git_versions import source_at
+from test_moves import old_module_names
 from taser_book.profiles import page_settings
 from taser_book.runs.cache import run_location
 
@@ -89,6 +90,7 @@ def test_the_pages_that_record_a_teacher_are_found():
 @pytest.mark.parametrize("page", sorted(_recorded_teachers()))
 def test_a_page_asks_at_cpu_for_the_teacher_its_notebook_asked_for(page, monkeypatch):
     monkeypatch.setattr(recipes, "trained_run", _locate_only)
+    old_module_names(monkeypatch)  # the notebook before the registry's move imports it where it was
     assert _module_teacher(page) == _notebook_teacher(page)
 
 

@@ -224,3 +224,28 @@ def test_papermill_runs_a_page_at_the_profile_it_is_given_and_records_it(tmp_pat
             meta["settings"]["n_docs"], meta["settings"]["ood_datasets"]) == ("fixture", "tiny", 12, 240, ["scifact"])
     assert {k: meta["parameters"][k] for k in ("profile", "n_queries", "n_docs")} == {
         "profile": "fixture", "n_queries": 12, "n_docs": 240}
+
+
+PROFILES_CACHE_FROM = "e9acaac26cf3b10892e9a8c9864f3f252b48ea0b11974c3299a7307669d84151"
+
+
+def test_a_profiles_file_is_parsed_once_per_version_and_read_as_before(tmp_path):
+    """`_read_profiles_file` parses a file version once and hands each caller its own copies of what the parse gave;
+    the parse is the function it was (the version results recorded), renamed."""
+    import taser_book.profiles as P
+
+    old = next(n for n in ast.parse(source_at("taser_book/profiles.py", PROFILES_CACHE_FROM)).body
+               if isinstance(n, ast.FunctionDef) and n.name == "_read_profiles_file")
+    new = next(n for n in ast.parse((REPO / "taser_book/profiles.py").read_text()).body
+               if isinstance(n, ast.FunctionDef) and n.name == "_parse_profiles_file")
+    old.name = new.name
+    assert ast.dump(old) == ast.dump(new)
+    first, lines = P._read_profiles_file(P.PROFILES_FILE)
+    assert (first, lines) == P._parse_profiles_file(P.PROFILES_FILE)
+    first["cpu"]["n_train"] = -1
+    assert P._read_profiles_file(P.PROFILES_FILE)[0]["cpu"]["n_train"] == 2000
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("profiles:\n  mine:\n    extends: smoke\n    n_train: 4\n")
+    assert P._read_profiles_file(mine)[0] == {"mine": {"extends": "smoke", "n_train": 4}}
+    mine.write_text("profiles:\n  mine:\n    extends: smoke\n    n_train: 40\n")
+    assert P._read_profiles_file(mine)[0] == {"mine": {"extends": "smoke", "n_train": 40}}

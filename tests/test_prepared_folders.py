@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from taser_book.cli import main
-from taser_lib.data import registry
+from taser_lib.datasets import registry
 from taser_lib.data.formats.beir import read_prepared, write_prepared
 from taser_lib.data.prepared import sha256_file, verify_folder
 from taser_lib.data.resolve import resolve_dataset

@@ -110,12 +110,14 @@ def test_a_malformed_declaration_names_the_file_and_the_change(page, text, messa
 def test_every_committed_declaration_names_a_test_that_exists():
     changes = yaml.safe_load((REPO / PRESERVING_CHANGES).read_text())
     assert read_preserving_changes(REPO / PRESERVING_CHANGES)
+    moved_later = {e["file"] for e in changes if e.get("moved_to")}  # a file that a later entry takes elsewhere
     for entry in changes:
         test_file, _, test_name = entry["shown_by"].partition("::")
         assert re.search(rf"^def {re.escape(test_name)}\(", (REPO / test_file).read_text(), re.M), entry["shown_by"]
-        assert (REPO / (entry.get("moved_to") or entry["file"])).is_file()
+        where = entry.get("moved_to") or entry["file"]
+        assert (REPO / where).is_file() or where in moved_later, where
         for required in entry.get("requires") or {}:
-            assert (REPO / required).is_file()
+            assert (REPO / required).is_file() or required in moved_later, required
 
 
 def test_code_sha256_sees_code_and_not_docstrings_or_comments():

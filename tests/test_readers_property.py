@@ -49,16 +49,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from taser_lib.data.formats._common import SkipReport
-from taser_lib.data.formats.answer_selection import load_trecqa, load_wikiqa
+from taser_lib.datasets.formats.answer_selection import load_trecqa, load_wikiqa
 from taser_lib.data.formats.beir import (read_beir_corpus, read_beir_qrels, read_beir_queries, read_candidates,
                                          write_candidates_tsv, write_corpus_jsonl, write_qrels_tsv,
                                          write_queries_jsonl)
 from taser_lib.data.formats.dpr import iter_dpr_passages, read_dpr_qas
-from taser_lib.data.formats.glasgow import (read_cisi_qrels, read_cranfield_qrels, read_glasgow_documents,
+from taser_lib.datasets.formats.glasgow import (read_cisi_qrels, read_cranfield_qrels, read_glasgow_documents,
                                             read_glasgow_queries)
-from taser_lib.data.formats.nfcorpus import read_nfcorpus_docs
-from taser_lib.data.formats.qa import read_curatedtrec, read_entityquestions, read_nq_open, read_webquestions
-from taser_lib.data.formats.scifact import load_scifact, read_scifact_claims, read_scifact_corpus
+from taser_lib.datasets.formats.nfcorpus import read_nfcorpus_docs
+from taser_lib.datasets.formats.qa import read_curatedtrec, read_entityquestions, read_nq_open, read_webquestions
+from taser_lib.datasets.formats.scifact import load_scifact, read_scifact_claims, read_scifact_corpus
 from taser_lib.data.formats.squad import read_squad
 from taser_lib.data.formats.trec import read_trec_qrels, read_trec_topics
 from taser_lib.data.training_examples import TrainingExample, read_dpr_retriever_json, write_dpr_retriever_json

@@ -312,8 +312,8 @@ def test_taser_train_cache_reuses_and_forces(setup, tmp_path, counter, monkeypat
 
 
 def test_registered_datasets_are_keyed_by_what_training_reads(tmp_path, monkeypatch):
-    from taser_lib.data import registry
-    from taser_lib.retrieval import datasets
+    from taser_lib.datasets import registry
+    from taser_lib.datasets import ready as datasets
 
     prepared = tmp_path / "prepared-squad-open"
     (prepared / "dpr").mkdir(parents=True)

@@ -22,18 +22,18 @@ import pytest
 import taser_book.cli.retrieval as cli_retrieval
 import taser_lib.data.formats as formats
 import taser_lib.data.formats.dpr as dpr_format
-import taser_lib.data.registry as registry
+import taser_lib.datasets.registry as registry
 import taser_lib.retrieval.dense as dense
-import taser_lib.retrieval.streamed as streamed
+import taser_lib.datasets.streamed as streamed
 from taser_book.cli import main
 from taser_lib.data.answers import AnswerMatcher
 from taser_lib.data.formats.beir import write_prepared
 from taser_lib.data.types import Dataset, Document, Query
 from taser_lib.evaluation.answer_recall import answer_recall
 from taser_book.analyses.baselines import choose_hybrid_alpha, first_stage_runs, score_runs, score_runs_per_query
-from taser_lib.retrieval.datasets import load_evaluation_set
+from taser_lib.datasets.ready import load_evaluation_set
 from taser_lib.retrieval.runs import read_run
-from taser_lib.retrieval.streamed import StreamedCorpus, corpus_file, lookup_passages, streamed_corpus
+from taser_lib.datasets.streamed import StreamedCorpus, corpus_file, lookup_passages, streamed_corpus
 
 
 class HashEncoder:

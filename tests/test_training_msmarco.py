@@ -1,4 +1,4 @@
-"""The MS MARCO passage re-ranking testbed (taser_lib.training.msmarco): training groups from the T1-scored triples,
+"""The MS MARCO passage re-ranking testbed (taser_lib.datasets.msmarco): training groups from the T1-scored triples,
 dev-small and TREC DL 2019 lists, the streamed collection, and the released teacher's scores.
 
 FORMAT TEST: every MS MARCO file is replaced by a few lines written here in its exact real layout (see
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from test_data_msmarco import write_gz, write_tar_gz
 
-from taser_lib.data import registry
-from taser_lib.data.formats.msmarco import ScoredTriple
+from taser_lib.datasets import registry
+from taser_lib.datasets.formats.msmarco import ScoredTriple
 from taser_lib.errors import TaserError
-from taser_lib.training import msmarco
-from taser_lib.training.msmarco import aggregate_triples, msmarco_reranking, released_teacher_scores
+from taser_lib.datasets import msmarco
+from taser_lib.datasets.msmarco import aggregate_triples, msmarco_reranking, released_teacher_scores
 from taser_lib.training.reranking import RerankingDataConfig, load_reranking_sets
 
 # Training triples (score_pos score_neg qid pid_pos pid_neg): query 10 has one positive (100) and five negatives,

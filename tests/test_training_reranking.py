@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from taser_lib.data.answers import AnswerMatcher, has_answer
-from taser_lib.data.formats.answer_selection import load_wikiqa
+from taser_lib.datasets.formats.answer_selection import load_wikiqa
 from taser_lib.data.squad_open import build_squad_open
 from taser_lib.data.types import Document, Query
 from taser_lib.evaluation.records import read_per_query

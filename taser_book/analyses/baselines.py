@@ -32,7 +32,7 @@ from taser_lib.data.types import Dataset, Run
 from taser_lib.retrieval.bm25 import BM25Index
 from taser_lib.retrieval.dense import DenseIndex, Encoder, dense_search, encode_corpus
 from taser_lib.retrieval.hybrid import AlphaChoice, DevSet, choose_alpha
-from taser_lib.retrieval.streamed import StreamedCorpus
+from taser_lib.datasets.streamed import StreamedCorpus
 from taser_lib.evaluation.answer_recall import KS, answer_hits, answer_recall, hits_at_k, hits_scorer
 from taser_lib.evaluation.metrics import evaluate, per_query, qrels_scorer
 

@@ -8,7 +8,8 @@ import time
 
 import numpy as np
 
-from taser_lib.data import SquadOpen, build_squad_open, fetch
+from taser_lib.data import SquadOpen, build_squad_open
+from taser_lib.datasets import fetch
 from taser_lib.models import DenseEncoder, load_encoder
 from .core import BenchConfig
 

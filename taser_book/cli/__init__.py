@@ -46,6 +46,7 @@ def _unreadable(err: BaseException) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Run one command. The library's errors (and a file that cannot be read at all) print one line,
     `taser: error: ...`, and exit 2; TASER_TRACEBACK=1 shows the traceback instead."""
+    import taser_lib.datasets  # noqa: F401  (the dataset registry: any argument or config may name a dataset)
     from taser_lib.errors import TaserError
 
     args = build_parser().parse_args(argv)

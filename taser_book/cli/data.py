@@ -54,7 +54,7 @@ def _where(p: argparse.ArgumentParser) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from taser_lib.data.registry import get, local_status, names
+    from taser_lib.datasets.registry import get, local_status, names
 
     rows = []
     for name in names():
@@ -73,7 +73,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _fetch(args: argparse.Namespace) -> int:
     from taser_lib.data.fetch import UNVERIFIED_SUFFIX
-    from taser_lib.data.registry import fetch
+    from taser_lib.datasets.registry import fetch
 
     paths = fetch(args.name, args.split, data_dir=args.data_dir, mirror=args.mirror, download=not args.offline,
                   allow_unverified=args.allow_unverified, force=args.force)
@@ -85,7 +85,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from taser_lib.retrieval.datasets import prepare
+    from taser_lib.datasets.ready import prepare
 
     extra = {} if args.hard_negatives is None else {"hard_negatives": args.hard_negatives}
     summary = prepare(args.name, args.split, data_dir=args.data_dir, mirror=args.mirror, seed=args.seed, **extra)
@@ -94,7 +94,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from taser_lib.data.registry import verify_prepared
+    from taser_lib.datasets.registry import verify_prepared
     from taser_lib.errors import TaserError
 
     result = verify_prepared(args.target, args.data_dir)

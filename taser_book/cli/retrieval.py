@@ -119,7 +119,7 @@ def _dense_options(p: argparse.ArgumentParser, queries: bool = False,
 def _load_dataset(spec: str):
     """Any dataset spec: a registered NAME[:SPLIT] (squad-open is prepared first if it is not), a prepared folder,
     or a BEIR folder or zip, with an optional :SPLIT (taser_lib.data.resolve)."""
-    from taser_lib.retrieval.datasets import load_evaluation_set
+    from taser_lib.datasets.ready import load_evaluation_set
 
     return load_evaluation_set(spec)
 
@@ -166,7 +166,7 @@ def _index(args: argparse.Namespace) -> int:
     from taser_lib.meta import run_metadata
     from taser_lib.retrieval.bm25 import BM25Index, BM25Params
     from taser_lib.retrieval.dense import DenseIndex, encode_corpus_to_shards
-    from taser_lib.retrieval.streamed import corpus_file, is_corpus_file
+    from taser_lib.datasets.streamed import corpus_file, is_corpus_file
 
     if args.shard_size < 1:
         raise ConfigError("--shard-size must be positive")
@@ -407,7 +407,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.corpus:
         if dataset.corpus:
             raise TaserError(f"{args.dataset} has passages of its own: --corpus is for question sets without them")
-        from taser_lib.retrieval.streamed import corpus_file, lookup_passages
+        from taser_lib.datasets.streamed import corpus_file, lookup_passages
 
         path = corpus_file(args.corpus)
         dataset.corpus = (lookup_passages(path, {d for scores in run.values() for d in scores}) if path

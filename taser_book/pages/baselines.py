@@ -20,11 +20,11 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from taser_lib.data.registry import get
+from taser_lib.datasets.registry import get
 from taser_lib.models import DEFAULT_DESCRIPTION, load_encoder
 from taser_lib.retrieval import fuse
-from taser_lib.retrieval.datasets import load_evaluation_set
-from taser_lib.retrieval.streamed import streamed_corpus
+from taser_lib.datasets.ready import load_evaluation_set
+from taser_lib.datasets.streamed import streamed_corpus
 from ..analyses.baselines import (AlphaChoice, choose_hybrid_alpha, first_stage_runs, is_qa, query_length, score_runs,
                                   score_runs_per_query, truncated_queries)
 from ..claims import paper_table

@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from taser_lib.evaluation import read_per_query, rerank_per_query
 from taser_lib.evaluation.query_sets import shared_queries
 from taser_lib.models import load_encoder, load_tokenizer
-from taser_lib.retrieval.datasets import load_evaluation_set
+from taser_lib.datasets.ready import load_evaluation_set
 from taser_lib.training.distill import rerank_saved_model, score_dual_encoder
 from taser_lib.training.loop import seed_everything
 from taser_lib.training.retriever import build_retriever

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from taser_lib.evaluation import read_per_query
 from taser_lib.evaluation.query_sets import shared_queries
-from taser_lib.retrieval.datasets import load_evaluation_set
+from taser_lib.datasets.ready import load_evaluation_set
 from ..analyses.baselines import query_length
 from ..claims import paper_table
 from ..plots import plot_metric_bars

@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from taser_lib.evaluation import read_per_query, summarise_seeds
 from taser_lib.evaluation.query_sets import shared_queries
 from taser_lib.models import load_encoder
-from taser_lib.retrieval.datasets import load_evaluation_set
+from taser_lib.datasets.ready import load_evaluation_set
 from taser_lib.training.distill import rerank_saved_model
 from ..analyses.baselines import first_stage_runs, query_length
 from ..plots import plot_metric_bars

@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 
 from taser_lib.evaluation import summarise_seeds
 from taser_lib.models import DEFAULT_DESCRIPTION
-from taser_lib.retrieval.datasets import load_evaluation_set
+from taser_lib.datasets.ready import load_evaluation_set
 from ..bench.report import by_name, describe_source, find_results
 from ..bench.throughput import encoding_throughput
 from ..claims import paper_table

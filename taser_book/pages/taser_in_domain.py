@@ -23,11 +23,11 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from taser_lib.data.registry import get
+from taser_lib.datasets.registry import get
 from taser_lib.evaluation import summarise_seeds
 from taser_lib.models import DEFAULT_DESCRIPTION, count_parameters, load_encoder
-from taser_lib.retrieval.datasets import load_evaluation_set
-from taser_lib.retrieval.streamed import streamed_corpus
+from taser_lib.datasets.ready import load_evaluation_set
+from taser_lib.datasets.streamed import streamed_corpus
 from ..analyses.baselines import choose_hybrid_alpha, first_stage_runs, query_length
 from ..claims import paper_table
 from ..plots import plot_beside_paper

@@ -25,11 +25,11 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from taser_lib.data.registry import get
+from taser_lib.datasets.registry import get
 from taser_lib.evaluation import compare_systems, summarise_seeds
 from taser_lib.models import DEFAULT_DESCRIPTION
-from taser_lib.retrieval.datasets import load_evaluation_set
-from taser_lib.retrieval.streamed import streamed_corpus
+from taser_lib.datasets.ready import load_evaluation_set
+from taser_lib.datasets.streamed import streamed_corpus
 from ..analyses.baselines import is_qa, query_length, selection_metric, truncated_queries
 from ..claims import paper_table
 from ..plots import plot_metric_bars

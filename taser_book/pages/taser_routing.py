@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from taser_lib.evaluation import summarise_seeds
 from taser_lib.models import DEFAULT_DESCRIPTION, PAPER_PARAMS_M, count_parameters
 from taser_lib.models.params import paper_params_key
-from taser_lib.retrieval.datasets import load_evaluation_set
+from taser_lib.datasets.ready import load_evaluation_set
 from taser_lib.training.logs import routing_entropy_curve
 from ..analyses.routing import expert_usage, token_routing, top_tokens, usage_inputs, usage_summary
 from ..claims import paper_table

@@ -156,11 +156,11 @@ def _dataset_fingerprint(name: str, hashes: _HashCache) -> dict[str, Any]:
     any other is read from its raw files, verified against their registered sha256s (or md5s, as "md5:<hex>";
     files without either: the local copy's sha256, None while it is not fetched), or from a prepared copy converted
     from them."""
-    from taser_lib.data import registry
+    from taser_lib.datasets import registry
 
     entry = registry.get(name)
     if entry.derived_from:
-        from taser_lib.retrieval.datasets import ensure_prepared
+        from taser_lib.datasets.ready import ensure_prepared
         return {"prepared": path_fingerprint(ensure_prepared(name), hashes)}
     files = {}
     for spec in entry.files:
@@ -211,7 +211,7 @@ def data_fingerprint(config_dict: dict[str, Any], hashes: _HashCache) -> dict[st
     """What the config reads, by content: {dotted key: path fingerprint} for values naming a file or folder, and
     {"dataset:<name>": fingerprint} for values naming a registered dataset (unless a `path` beside it says where
     the data is read from instead, e.g. `{format: squad-open, path: FOLDER}`)."""
-    from taser_lib.data import registry
+    from taser_lib.datasets import registry
 
     datasets = set(registry.names())
     out: dict[str, Any] = {}

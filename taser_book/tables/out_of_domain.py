@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from taser_lib.data.answers import AnswerMatcher
 from taser_lib.data.types import Dataset, Run
 from taser_lib.retrieval.bm25 import BM25Index
-from taser_lib.retrieval.streamed import StreamedCorpus
+from taser_lib.datasets.streamed import StreamedCorpus
 from taser_lib.evaluation.answer_recall import answer_hits, macro_micro_accuracy
 from .seeded import Key, SeededModels
 

@@ -41,7 +41,7 @@ from taser_lib.data.types import Dataset, Run
 from taser_lib.models import load_encoder
 from taser_lib.retrieval.dense import DenseIndex, dense_search, encode_corpus
 from taser_lib.retrieval.hybrid import fuse
-from taser_lib.retrieval.streamed import StreamedCorpus, encoder_fingerprint
+from taser_lib.datasets.streamed import StreamedCorpus, encoder_fingerprint
 from taser_lib.evaluation.answer_recall import KS
 from taser_book.analyses.baselines import score_runs, score_runs_per_query
 

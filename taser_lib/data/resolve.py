@@ -9,7 +9,7 @@ A spec is any of
 A folder or zip takes its split after a colon too ("my-beir:dev"); BEIR's default split is "test".
 
 This layer reads what is there and prepares nothing: a derived dataset (squad-open) that is not prepared yet is an
-error here. `taser_lib.retrieval.datasets.load_evaluation_set` prepares it first (its training json carries BM25
+error here. `taser_lib.datasets.ready.load_evaluation_set` prepares it first (its training json carries BM25
 hard negatives, which only the retrieval layer can mine).
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ..errors import TaserError
 from .formats.beir import load_beir, read_prepared
+from .named import registry
 from .prepared import read_meta
-from .registry import get, load_dataset
 from .types import Dataset
 
 PREPARED_FILES = ("meta.json", "corpus.jsonl", "queries.jsonl", "qrels.tsv")
@@ -95,7 +95,7 @@ def parse_dataset_spec(spec: str | os.PathLike, split: str | None = None) -> Dat
     if _looks_like_path(text):
         raise TaserError(f"{text} does not exist (a dataset is a prepared or BEIR folder, a BEIR zip, or a "
                          f"registered NAME[:SPLIT])")
-    get(text)  # an unknown name raises, listing the known ones
+    registry.get(text)  # an unknown name raises, listing the known ones
     return DatasetSpec("registry", text, split)
 
 
@@ -110,7 +110,7 @@ def resolve_dataset(spec: str | os.PathLike, split: str | None = None, *, data_d
     parsed = parse_dataset_spec(spec, split)
     kind, path, split = parsed.kind, parsed.path, parsed.split
     if kind == "registry":
-        return load_dataset(parsed.target, split, data_dir=data_dir, mirror=mirror, verify=verify)
+        return registry.load_dataset(parsed.target, split, data_dir=data_dir, mirror=mirror, verify=verify)
     if kind == "prepared":
         dataset = read_prepared(path, verify=verify)
         if split and dataset.split != split:

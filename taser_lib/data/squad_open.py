@@ -17,7 +17,7 @@ Construction (deterministic; every choice is recorded in split.json next to the 
   its other annotations. Questions left without any positive stay in the query sets (R@K scores them by answer
   matching like every question) but not in the training json, as DPR drops training questions without a positive.
 - Training json: DPR's retriever-json per split, with HARD_NEGATIVES BM25 hard negatives per question. This module
-  does no retrieval: they are mined by the retrieval layer (taser_lib.retrieval.datasets.prepare, which
+  does no retrieval: they are mined by the retrieval layer (taser_lib.datasets.ready.prepare, which
   `taser data prepare squad-open` and the notebooks call) and handed to `write_squad_open`; without them
   "hard_negative_ctxs" stay empty.
 """

@@ -65,7 +65,7 @@ def bm25_hard_negatives(queries: Queries, corpus: Corpus, exclude: Mapping[str, 
 
 
 def squad_open_miner(per_question: int, progress: bool = True):
-    """The miner `taser_lib.data.registry.prepare("squad-open", negatives=...)` takes: BM25 hard negatives of every
+    """The miner `taser_lib.datasets.registry.prepare("squad-open", negatives=...)` takes: BM25 hard negatives of every
     split's questions (one index over the shared corpus), their positives excluded."""
 
     def mine(squad_open) -> tuple[dict[str, list[str]], dict[str, Any]]:

@@ -36,7 +36,6 @@ from ..losses import softmax_ce
 from ..meta import run_metadata
 from ..models import CrossEncoderModel, build_model, default_device, load_tokenizer, quiet_loading
 from .config import CrossEncoderModelConfig, _help, register_kind
-from . import msmarco  # noqa: F401  (registers the msmarco-passage testbed)
 from .loop import LoopConfig, TrainResult, run_training, seed_everything
 from .reranking import (CANDIDATE_CAPPED, GroupBatches, RerankingDataConfig, RerankingSet, passage_text,
                         sample_group)

@@ -38,6 +38,7 @@ import torch
 from transformers.models.bert.modeling_bert import BertEmbeddings
 
 from ..data.answers import AnswerMatcher
+from ..data.named import registry
 from ..errors import ConfigError
 from ..evaluation.reranking import rerank_metrics, rerank_per_query
 from ..losses import input_token_dropout, joint_loss, mlm_mask
@@ -45,7 +46,6 @@ from ..models import CrossEncoderModel, DenseEncoder, TokenReps, default_device,
 from .config import ModelConfig, _help, register_kind
 from .cross_encoder import (TeacherScores, check_select_metric, quiet_unless_progress, record_test_split,
                             score_and_cache_teacher)
-from . import msmarco  # noqa: F401  (registers the msmarco-passage testbed)
 from .loop import LoopConfig, TrainResult, run_training, seed_everything, unwrap_model
 from .rerank_losses import RERANK_LOSSES, RerankLoss, rerank_loss, settings_of
 from .reranking import (CANDIDATE_CAPPED, GroupBatches, RerankingDataConfig, RerankingSet, sample_group,
@@ -434,13 +434,13 @@ class DistillRunConfig:
             raise ConfigError(f"loss {self.training.loss!r} distils from a teacher: set teacher.model (or "
                               f"teacher.released)")
         if self.teacher.released is not None:
-            from .msmarco import NAME, RELEASED_TEACHERS
-            if self.teacher.released not in RELEASED_TEACHERS:
-                raise ConfigError(f"teacher.released must be one of {RELEASED_TEACHERS} (or null), got "
+            if self.teacher.released not in registry.msmarco.RELEASED_TEACHERS:
+                raise ConfigError(f"teacher.released must be one of "
+                                  f"{registry.msmarco.RELEASED_TEACHERS} (or null), got "
                                   f"{self.teacher.released!r}")
-            if self.data.dataset != NAME:
-                raise ConfigError(f"teacher.released={self.teacher.released} scores the {NAME} training triples; "
-                                  f"data.dataset is {self.data.dataset!r}")
+            if self.data.dataset != registry.msmarco.NAME:
+                raise ConfigError(f"teacher.released={self.teacher.released} scores the "
+                                  f"{registry.msmarco.NAME} training triples; data.dataset is {self.data.dataset!r}")
         if self.data.dataset in CANDIDATE_CAPPED and self.training.group_size > self.data.candidates:
             raise ConfigError(f"training.group_size ({self.training.group_size}) exceeds data.candidates "
                               f"({self.data.candidates}): no query would have enough candidates")
@@ -451,9 +451,7 @@ def load_teacher_scores(teacher: TeacherConfig, rset: RerankingSet, progress: bo
     index's "model_sha256" is "released:<name>:md5:<registered md5>", what the run fingerprint records), or the
     cross-encoder's, from its cache or freshly scored (`score_and_cache_teacher`)."""
     if teacher.released:
-        from ..data import registry
-        from .msmarco import released_teacher_scores
-        scores, path = released_teacher_scores(teacher.released, rset)
+        scores, path = registry.msmarco.released_teacher_scores(teacher.released, rset)
         (spec,) = registry.get(teacher.released).files
         return TeacherScores(scores, True, path, {"model_sha256": f"released:{teacher.released}:md5:{spec.md5}",
                                                   "released": teacher.released})

@@ -6,7 +6,7 @@ documents d_n with relevance labels y_n. It comes from
   the answer span), see `from_first_stage`; or
 - a dataset's own candidate lists and graded qrels (WikiQA, TrecQA), see `from_candidate_lists`; or
 - MS MARCO passage (the paper's own testbed): training triples aggregated by query, top K by the released T1
-  teacher's score; dev-small and TREC DL 2019 re-ranking their BM25 top-1000, see `training/msmarco.py`.
+  teacher's score; dev-small and TREC DL 2019 re-ranking their BM25 top-1000, see `datasets/msmarco.py`.
 
 Training reads a set as groups of candidates per query (`sample_group` for one-hot training: one positive and
 K-1 negatives, as the paper's CA and DE; `teacher_top_group` for distillation: the teacher's top K) served in
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..data.answers import AnswerMatcher
-from ..data.registry import load_dataset, prepared_dir
+from ..data.named import registry
 from ..data.squad_open import SPLITS as SQUAD_OPEN_SPLITS, SquadOpen, load_squad_open, shared_squad_open
 from ..data.types import Candidates, Corpus, Dataset, Document, Qrels, Queries, Run
 from ..errors import ConfigError
@@ -231,9 +231,6 @@ def from_candidate_lists(dataset: Dataset) -> RerankingSet:
 
 
 RERANKING_DATASETS = ("squad-open", "wikiqa", "trecqa", "msmarco-passage")
-# Testbeds whose module builds on this one (name -> loader(splits, k, *, limits, data_dir, progress)): they register
-# themselves when imported (training.msmarco: msmarco-passage; the trainers import it), so this module imports none.
-TESTBED_LOADERS: dict = {}
 CANDIDATE_CAPPED = ("squad-open", "msmarco-passage")  # datasets whose training lists hold `data.candidates` each
 
 
@@ -243,17 +240,18 @@ def load_reranking_sets(dataset: str, splits: Sequence[str] = ("train", "dev", "
     """Re-ranking sets of a named dataset, one per split of its own: squad-open (BM25 candidates, see
     `squad_open_reranking`; `path` = its prepared folder, default the data directory's), wikiqa / trecqa
     (their candidate lists; `k` and `depth` do not apply) or msmarco-passage (splits train / dev / test, see
-    `training.msmarco`; `k` = training candidates per query, `depth` and `path` do not apply).
+    `datasets.msmarco`; `k` = training candidates per query, `depth` and `path` do not apply).
     `limits[split]`: a seeded sample of that many queries with a relevant candidate (None: all queries)."""
     limits = limits or {}
-    if dataset in TESTBED_LOADERS:
-        return TESTBED_LOADERS[dataset](splits, k, limits=limits, data_dir=data_dir, progress=progress)
+    if dataset == "msmarco-passage":  # its module builds on this one, in the registry (taser_lib.datasets.msmarco)
+        return registry.msmarco.msmarco_reranking(splits, k, limits=limits, data_dir=data_dir, progress=progress)
     if dataset == "squad-open":
-        squad, index = _squad_open_with_bm25(Path(path or prepared_dir("squad-open", data_dir)), progress)
+        squad, index = _squad_open_with_bm25(Path(path or registry.prepared_dir("squad-open", data_dir)), progress)
         return squad_open_reranking(squad, k, depth=depth, splits=splits, limits=limits, index=index,
                                     progress=progress)
     if dataset in ("wikiqa", "trecqa"):
-        sets = {split: from_candidate_lists(load_dataset(dataset, split, data_dir=data_dir)) for split in splits}
+        sets = {split: from_candidate_lists(registry.load_dataset(dataset, split, data_dir=data_dir))
+                for split in splits}
         return {split: rset if limits.get(split) is None else rset.sample(limits[split])
                 for split, rset in sets.items()}
     raise ValueError(f"unknown re-ranking dataset {dataset!r}; expected one of {RERANKING_DATASETS}")

@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..data.named import registry
+from ..data.resolve import resolve_dataset
 from ..data.squad_open import shared_squad_open, shared_training_examples
 from ..data.training_examples import TrainingExample, qrels_training_examples, read_dpr_retriever_json
 from ..data.types import Corpus, Dataset, Document, Qrels
@@ -45,7 +47,6 @@ from ..errors import ConfigError, TaserError
 from ..evaluation.retrieval import PassageEmbeddings, QrelsEvaluator, RecallEvaluator
 from ..models import build_model, load_tokenizer
 from ..models.encoding import model_passage_format, tokenize_passages
-from ..retrieval.datasets import ensure_prepared, load_evaluation_set
 from ..retrieval.negatives import bm25_hard_negatives
 from .config import DataSource, ModelConfig, RetrieverDataConfig, TrainConfig, config_to_dict
 from ..losses import contrastive_loss, joint_loss
@@ -70,7 +71,7 @@ class TrainingSet:
 def _squad_open_root(source: DataSource) -> Path:
     """The prepared folder: `source.path`, or the data directory's, prepared now (as `taser data prepare
     squad-open` would) if it is missing."""
-    root = Path(source.path) if source.path else ensure_prepared("squad-open")
+    root = Path(source.path) if source.path else registry.ensure_prepared("squad-open")
     if not (root / "meta.json").is_file():
         raise TaserError(f"SQuAD-open is not prepared in {root}: run `taser data prepare squad-open` "
                          f"(or set data.*.path to a prepared folder)")
@@ -117,7 +118,7 @@ _BEIR_READ: dict[tuple, Dataset] = {}
 
 
 def _read_beir(path: str, split: str) -> Dataset:
-    """`load_evaluation_set(path, split)`, read once per process and file version: the training set and a dev share
+    """`resolve_dataset(path, split)`, read once per process and file version: the training set and a dev share
     of one split then hold one corpus, which an evaluation step encodes once (`PassageEmbeddings`)."""
     folder = Path(path)
     stamp = tuple((f.stat().st_mtime_ns, f.stat().st_size) for f in
@@ -126,7 +127,7 @@ def _read_beir(path: str, split: str) -> Dataset:
     key = (str(folder.resolve()) if folder.exists() else path, split, stamp)
     if key not in _BEIR_READ:
         _BEIR_READ.clear()  # one dataset at a time: a corpus can be large
-        _BEIR_READ[key] = load_evaluation_set(path, split)
+        _BEIR_READ[key] = resolve_dataset(path, split)
     return _BEIR_READ[key]
 
 

@@ -1,8 +1,9 @@
 """Readers for each file format family, one module each, all producing `taser_lib.data.types` objects.
 
-beir (BEIR layout + this project's prepared layout), trec (topics, qrels), glasgow (Cranfield, CISI), scifact,
-nfcorpus, answer_selection (WikiQA, TrecQA), qa (NQ-open, WebQuestions, CuratedTREC, EntityQuestions),
-dpr (qas csv, psgs_w100.tsv), squad. DPR's retriever json is in `taser_lib.data.training_examples`.
+beir (BEIR layout + this project's prepared layout), trec (topics, qrels), dpr (qas csv, psgs_w100.tsv), squad.
+DPR's retriever json is in `taser_lib.data.training_examples`. The readers of the datasets only the registry names
+(Cranfield, CISI, SciFact, NFCorpus, WikiQA, TrecQA, the QA question sets, MS MARCO) are in
+`taser_lib.datasets.formats`.
 """
 
 from __future__ import annotations

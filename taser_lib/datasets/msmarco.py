@@ -33,12 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data import registry
-from ..data.formats.msmarco import ScoredTriple, iter_collection, iter_scored_triples, read_queries
+from . import registry
+from .formats.msmarco import ScoredTriple, iter_collection, iter_scored_triples, read_queries
 from ..data.formats.trec import read_trec_qrels
 from ..data.types import Corpus, Dataset
 from ..errors import TaserError
-from .reranking import TESTBED_LOADERS, RerankingSet, sample_ids
+from ..training.reranking import RerankingSet, sample_ids
 
 logger = logging.getLogger(__name__)
 
@@ -185,5 +185,3 @@ def released_teacher_scores(name: str, rset: RerankingSet, data_dir: str | Path 
                          f"{missing[:3]}; released scores cover only the training triples they were released for")
     return {q: np.asarray([found[q][d] for d in docs], dtype=np.float32) for q, docs in rset.candidates.items()}, path
 
-
-TESTBED_LOADERS[NAME] = msmarco_reranking

@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 
 from ...errors import FormatError
-from ..types import Candidates, Corpus, Dataset, Document, Qrels, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, read_lines, require_id
+from ...data.types import Candidates, Corpus, Dataset, Document, Qrels, Queries, Query
+from ...data.formats._common import OnBad, PathLike, SkipReport, read_lines, require_id
 
 WIKIQA_SPLITS = ("train", "dev", "test")
 TRECQA_FILES = {"train": "TRAIN.xml", "dev": "DEV.xml", "test": "TEST.xml"}

@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 
 from ...errors import FormatError
-from ..types import Dataset, Queries, Query
-from ._common import (OnBad, PathLike, SkipReport, StrictJson, iter_json_array, iter_json_array_positions, iter_lines,
-                      read_lines, require_id, split_columns)
+from ...data.types import Dataset, Queries, Query
+from ...data.formats._common import (OnBad, PathLike, SkipReport, StrictJson, iter_json_array,
+                                    iter_json_array_positions, iter_lines, read_lines, require_id, split_columns)
 
 
 def _answers(value, where: str, lineno: int, field_name: str) -> tuple[str, ...]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import FormatError
-from ..types import Corpus, Dataset, Document, Queries
-from ._common import OnBad, PathLike, SkipReport, read_id_text_lines
-from .trec import read_trec_qrels, read_trec_topics
+from ...data.types import Corpus, Dataset, Document, Queries
+from ...data.formats._common import OnBad, PathLike, SkipReport, read_id_text_lines
+from ...data.formats.trec import read_trec_qrels, read_trec_topics
 
 QUERY_TYPES = ("titles", "all", "nontopic-titles", "vid-titles", "vid-desc")
 QREL_LEVELS = ("2-1-0", "3-2-1")

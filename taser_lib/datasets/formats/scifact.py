@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...errors import FormatError
-from ..types import Corpus, Dataset, Document, Qrels, Queries, Query
-from ._common import CsvLines, OnBad, PathLike, SkipReport, display_name, parse_string_list, require_id
+from ...data.types import Corpus, Dataset, Document, Qrels, Queries, Query
+from ...data.formats._common import CsvLines, OnBad, PathLike, SkipReport, display_name, parse_string_list, require_id
 
 CLAIM_FILES = {"train": "claims_train.csv", "test": "claims_validation.csv"}
 CORPUS_FILE = "corpus_train.csv"

@@ -3,7 +3,7 @@ evaluate`, `taser train` and the notebooks all come through here.
 
 - `prepare(name)`: the data layer's prepare plus what only this layer can do, mining squad-open's BM25 hard
   negatives. The CLI and `ensure_prepared` both call it with the same defaults, so their folders are identical.
-- `load_evaluation_set(spec, split, ...)`: any dataset spec (`taser_lib.data.resolve`: a registered NAME[:SPLIT],
+- `load_evaluation_set(spec, split, ...)`: any dataset spec (`taser_lib.datasets.resolve`: a registered NAME[:SPLIT],
   a prepared folder, a BEIR folder or zip), prepared first when it is a derived one that is not, with a QA corpus
   attached to a question set that has none, and a seeded slice for small profiles.
 """
@@ -14,13 +14,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..data.registry import get, load_dataset, no_negatives, prepared_dir
-from ..data.registry import prepare as prepare_data
+from .registry import get, load_dataset, no_negatives, prepared_dir
+from .registry import prepare as prepare_data
 from ..data.resolve import parse_dataset_spec, resolve_dataset
-from ..data.slicing import slice_dataset
+from .slicing import slice_dataset
 from ..data.squad_open import HARD_NEGATIVES
 from ..data.types import Dataset
-from .negatives import squad_open_miner
+from ..retrieval.negatives import squad_open_miner
 
 PathLike = str | os.PathLike
 
@@ -28,7 +28,7 @@ PathLike = str | os.PathLike
 def prepare(name: str, splits: list[str] | None = None, *, data_dir: PathLike | None = None,
             mirror: PathLike | None = None, seed: int | None = None, hard_negatives: int = HARD_NEGATIVES,
             progress: bool = True) -> dict[str, Any]:
-    """`taser_lib.data.registry.prepare`, with squad-open's `hard_negatives` BM25 hard negatives per training
+    """`taser_lib.datasets.registry.prepare`, with squad-open's `hard_negatives` BM25 hard negatives per training
     question mined here (0: none). Returns the data layer's summary."""
     if hard_negatives < 0:
         raise ValueError(f"hard_negatives must be >= 0, got {hard_negatives}")
@@ -55,7 +55,7 @@ def load_evaluation_set(spec: PathLike, split: str | None = None, *, n_queries: 
     - a question set without a corpus (nq-open, ...) retrieves from `qa_corpus`'s (a registered name, e.g.
       "dpr-wiki"), when given;
     - `n_queries` / `n_docs` cut a seeded slice that keeps every judged document of the kept queries
-      (`taser_lib.data.slicing.slice_dataset`); None keeps all.
+      (`taser_lib.datasets.slicing.slice_dataset`); None keeps all.
     """
     parsed = parse_dataset_spec(spec, split)
     if parsed.kind == "registry" and get(parsed.target).derived_from:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from .types import Dataset
+from ..data.types import Dataset
 
 
 def slice_dataset(dataset: Dataset, n_queries: int | None = None, n_docs: int | None = None,

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import FormatError
-from ..types import Corpus, Dataset, Document, Qrels, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, iter_lines, parse_int, read_lines, split_columns
+from ...data.types import Corpus, Dataset, Document, Qrels, Queries, Query
+from ...data.formats._common import OnBad, PathLike, SkipReport, iter_lines, parse_int, read_lines, split_columns
 
 _TAG = re.compile(r"^\.([A-Z])(?:\s+(.*))?$")
 _TAG_LIKE = re.compile(r"^\.[A-Za-z]")  # any line like this must be a well-formed tag

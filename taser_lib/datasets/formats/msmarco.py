@@ -26,8 +26,8 @@ from collections.abc import Collection, Iterator
 from typing import NamedTuple
 
 from ...errors import FormatError
-from ..types import Document, Queries, Query
-from ._common import OnBad, PathLike, SkipReport, display_name, iter_lines, require_id, split_columns
+from ...data.types import Document, Queries, Query
+from ...data.formats._common import OnBad, PathLike, SkipReport, display_name, iter_lines, require_id, split_columns
 
 
 class ScoredTriple(NamedTuple):

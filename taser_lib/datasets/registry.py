@@ -24,21 +24,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, TaserError
-from .fetch import DataFile, fetch_file, resolve_data_dir, resolve_mirror
-from .formats._common import SkipReport
+from ..data.fetch import DataFile, fetch_file, resolve_data_dir, resolve_mirror
+from ..data.formats._common import SkipReport
 from .formats.answer_selection import load_trecqa, load_wikiqa
-from .formats.beir import load_beir, read_prepared, write_prepared
-from .formats.dpr import read_dpr_qas, read_dpr_passages
+from ..data.formats.beir import load_beir, read_prepared, write_prepared
+from ..data.formats.dpr import read_dpr_qas, read_dpr_passages
 from .formats.msmarco import iter_id_triples, iter_scored_triples, iter_top1000, read_queries
 from .formats.glasgow import load_cisi, load_cranfield
 from .formats.nfcorpus import load_nfcorpus
 from .formats.qa import load_curatedtrec, load_entityquestions, load_nq_open, load_webquestions
 from .formats.scifact import load_scifact
-from .formats.squad import load_squad
-from .formats.trec import read_trec_qrels, read_trec_topics
-from .prepared import Verification, verify_folder
-from .training_examples import TrainingExample, iter_dpr_retriever_json
-from .types import Dataset, Query
+from ..data.formats.squad import load_squad
+from ..data.formats.trec import read_trec_qrels, read_trec_topics
+from ..data.prepared import Verification, verify_folder
+from ..data.training_examples import TrainingExample, iter_dpr_retriever_json
+from ..data.types import Dataset, Query
 
 Loader = Callable[..., Dataset]  # loader(root: Path, split: str, *, skip_bad=False, report=None, **options)
 
@@ -140,7 +140,7 @@ def _load_msmarco(root: Path, split: str, **kw) -> Dataset:
     return _topics_qrels("msmarco-passage", root / topics, root / qrels_name, split, **kw)
 
 
-# The MS MARCO passage files of the re-ranking testbed (taser_lib/training/msmarco.py), from Microsoft's official
+# The MS MARCO passage files of the re-ranking testbed (taser_lib/datasets/msmarco.py), from Microsoft's official
 # storage. The dev-small and TREC DL 2019 topics and qrels are not repeated: they are msmarco-passage-topics-qrels'
 # (Anserini's copies, in the offline mirror).
 MSMARCO_URL = "https://msmarco.z22.web.core.windows.net/msmarcoranking"
@@ -177,7 +177,7 @@ def _load_msmarco_passage(root: Path, split: str, **kw) -> Dataset:
     """train: the judged training queries (queries.train.tsv) and qrels.train. dev-small / dl19: the topics and
     qrels of msmarco-passage-topics-qrels (fetched beside this folder) and the BM25 top-1000 as candidate lists
     (file order; a pair listed twice is a FormatError). No corpus: the 8.8M passages are streamed by the
-    re-ranking testbed for the candidates it needs (taser_lib/training/msmarco.py)."""
+    re-ranking testbed for the candidates it needs (taser_lib/datasets/msmarco.py)."""
     if split == "train":
         qrels = read_trec_qrels(root / MSMARCO_PASSAGE["train-qrels"][0], **kw)
         file, member = MSMARCO_PASSAGE["train-queries"]
@@ -201,7 +201,7 @@ def _load_msmarco_passage(root: Path, split: str, **kw) -> Dataset:
 
 def _load_triples_qrels(root: Path, split: str, *, file: str, scored: bool, **kw) -> Dataset:
     """The positives of a triples file as qrels (its one Dataset view; the triples themselves are read by the
-    re-ranking testbed, taser_lib/training/msmarco.py)."""
+    re-ranking testbed, taser_lib/datasets/msmarco.py)."""
     reader = iter_scored_triples if scored else iter_id_triples
     qrels: dict[str, dict[str, int]] = {}
     for triple in reader(root / file, **kw):
@@ -234,7 +234,7 @@ def _load_beir_zip(root: Path, split: str, *, beir_name: str, **kw) -> Dataset:
 
 
 def _load_squad_open(root: Path, split: str, **kw) -> Dataset:
-    from .squad_open import load_squad_open  # avoids a registry <-> squad_open import cycle
+    from ..data.squad_open import load_squad_open  # avoids a registry <-> squad_open import cycle
     return load_squad_open(root).dataset(split)
 
 
@@ -536,7 +536,7 @@ def training_examples(name: str, split: str = "train", *, data_dir: str | os.Pat
     fetched DPR files (dpr-nq, ...; fetch them first, they are online only)."""
     entry = get(name)
     if name == "squad-open":
-        from .squad_open import read_training_json
+        from ..data.squad_open import read_training_json
         root = prepared_dir(name, data_dir)
         if not (root / "meta.json").is_file():
             raise TaserError(f"{root / 'dpr' / f'{split}.json'} is missing; run `taser data prepare squad-open`")
@@ -568,7 +568,7 @@ def prepare(name: str, splits: list[str] | None = None, *, data_dir: str | os.Pa
     squad-open: build the benchmark (squad_open.py); `negatives(squad_open) -> (question id -> passage ids, meta)`
     supplies the hard negatives of its training json. It is required: the BM25 miner lives in the retrieval layer,
     which this layer cannot import, so the one way to prepare squad-open whole is
-    `taser_lib.retrieval.datasets.prepare` (what `taser data prepare` and the notebooks call); `no_negatives`
+    `taser_lib.datasets.ready.prepare` (what `taser data prepare` and the notebooks call); `no_negatives`
     opts out explicitly. Others: one folder per split with corpus.jsonl, queries.jsonl, qrels.tsv
     (+ candidates.tsv), meta.json (formats/beir.py).
     """
@@ -577,13 +577,13 @@ def prepare(name: str, splits: list[str] | None = None, *, data_dir: str | os.Pa
     out = prepared_dir(name, data_dir)
     started = time.perf_counter()
     if name == "squad-open":
-        from .squad_open import DEFAULT_SEED, build_squad_open, write_squad_open
+        from ..data.squad_open import DEFAULT_SEED, build_squad_open, write_squad_open
         (source,) = fetch(entry.derived_from, data_dir=data_dir, mirror=mirror, progress=False)
         built = build_squad_open(source, DEFAULT_SEED if seed is None else seed)
         built_seconds = time.perf_counter() - started
         if negatives is None:
             raise TaserError("squad-open's training json carries BM25 hard negatives, which the retrieval layer "
-                             "mines: prepare it with taser_lib.retrieval.datasets.prepare (or `taser data prepare "
+                             "mines: prepare it with taser_lib.datasets.ready.prepare (or `taser data prepare "
                              "squad-open`); pass negatives=no_negatives for none")
         mined, mined_meta = negatives(built)
         write_squad_open(built, out, mined, mined_meta)

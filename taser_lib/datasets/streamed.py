@@ -26,13 +26,13 @@ from pathlib import Path
 from ..data.fetch import resolve_data_dir
 from ..data.formats import iter_corpus_file, load_corpus_file
 from ..data.prepared import read_meta
-from ..data.registry import fetch, get, prepared_dir
+from .registry import fetch, get, prepared_dir
 from ..data.resolve import parse_dataset_spec
 from ..data.types import Corpus
 from ..errors import ConfigError, TaserError
-from .bm25 import BM25Index, BM25Params
-from .datasets import ensure_prepared
-from .dense import Encoder, ShardedEmbeddings, encode_stream_to_shards
+from ..retrieval.bm25 import BM25Index, BM25Params
+from .ready import ensure_prepared
+from ..retrieval.dense import Encoder, ShardedEmbeddings, encode_stream_to_shards
 
 PathLike = str | os.PathLike
 _CORPUS_NAME = re.compile(r".*\.(jsonl|tsv)(\.gz)?$")
