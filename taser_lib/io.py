@@ -1,7 +1,9 @@
-"""Atomic writes: a result or checkpoint file is either the old one or the complete new one, never half."""
+"""Atomic writes (a result or checkpoint file is either the old one or the complete new one, never half) and file
+hashes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -75,3 +77,20 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
+
+
+_BLOCK = 1 << 20
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    return hash_file(path, ("sha256",))["sha256"]
+
+
+def hash_file(path: str | os.PathLike, algorithms: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """{algorithm: hex digest} of a file, every algorithm in one read."""
+    digests = {name: hashlib.new(name) for name in algorithms}
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_BLOCK), b""):
+            for digest in digests.values():
+                digest.update(block)
+    return {name: digest.hexdigest() for name, digest in digests.items()}

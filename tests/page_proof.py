@@ -33,6 +33,27 @@ from git_versions import source_at
 from test_moves import old_module_names
 
 
+def execute_cells(cells: list[dict], where: str, inject: Mapping[str, Any]) -> dict[str, Any]:
+    """A notebook's code cells, in order, in one namespace in this process, as papermill runs them: `inject` (the
+    parameters papermill would inject) right after the cell tagged "parameters"; IPython's `%` lines and `display`
+    do nothing here, and each cell's figures are closed. Returns the namespace."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    matplotlib.use("Agg")
+    namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *args, **kwargs: None}  # IPython's
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
+        exec(compile(source, f"{where} cell {i}", "exec"), namespace)
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            namespace.update(inject)
+        plt.close("all")
+    return namespace
+
+
 @dataclass
 class Published:
     """One `publish` call: the page's name, its tables in order, its parameters and settings (as a dict)."""
@@ -66,19 +87,9 @@ class PublishRecorder:
     def notebook(self, path: str, digest: str, profile: str, overrides: Mapping[str, Any]) -> list[Published]:
         """Execute the notebook `path` as it was at `digest` (its code cells, in order, in one namespace, with the
         parameters papermill would inject) and return its `publish` calls."""
-        import matplotlib.pyplot as plt
-        cells = json.loads(source_at(path, digest))["cells"]
-        namespace: dict[str, Any] = {"__name__": "__main__", "display": lambda *args, **kwargs: None}  # IPython's
         start = len(self.calls)
-        for cell in cells:
-            if cell["cell_type"] != "code":
-                continue
-            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
-            exec(compile(source, f"{path} (at {digest[:12]})", "exec"), namespace)
-            if "parameters" in cell.get("metadata", {}).get("tags", []):
-                namespace.update(profile=profile, overrides=dict(overrides), results_dir=None)
-            plt.close("all")
+        execute_cells(json.loads(source_at(path, digest))["cells"], f"{path} (at {digest[:12]})",
+                      {"profile": profile, "overrides": dict(overrides), "results_dir": None})
         return self.calls[start:]
 
     def page(self, module, profile: str, overrides: Mapping[str, Any]) -> list[Published]:

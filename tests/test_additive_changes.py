@@ -384,6 +384,7 @@ CHANGED = {  # file: (the names the change may change, the check that they behav
     "taser_lib/progress.py": ({"_Tqdm.__call__"}, _same_bars),
     "taser_lib/data/fetch.py": ({"resolve_mirror"}, _same_mirrors),
     "taser_lib/evaluation/retrieval.py": (set(), _nothing_changed),
+    "taser_lib/io.py": (set(), _nothing_changed),
     "taser_lib/training/checkpoint.py": ({"_NAME", "checkpoint_name"}, _same_checkpoints_found),
     "taser_lib/training/loop.py": ({"_save_model", "import write_model_card"}, _saves_as_before_without_the_card),
     "taser_lib/training/rerank_losses.py": ({"OneHot.__post_init__", "Focal.__post_init__", "_Softmax.__post_init__",

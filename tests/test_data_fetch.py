@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from taser_lib.data.fetch import (DataFile, DownloadError, fetch_file, resolve_data_dir, resolve_mirror,
+from taser_lib.datasets.fetch import (DataFile, DownloadError, fetch_file, resolve_data_dir, resolve_mirror,
                                   sha256_file)
 from taser_lib.errors import ChecksumError, OfflineError, TaserError
 

@@ -20,7 +20,7 @@ from taser_lib.errors import ConfigError, TaserError
 from taser_lib.models import TaserModel, default_checkpoint, load_encoder, load_tokenizer, weights
 
 REPO = Path(__file__).resolve().parents[1]
-fetch = importlib.import_module("taser_lib.data.fetch")  # the module, not the function taser_lib.data exports
+fetch = importlib.import_module("taser_lib.datasets.fetch")  # the module, not the function taser_lib.datasets exports
 
 
 def readme_library_snippet() -> str:
@@ -155,6 +155,6 @@ def test_a_plain_shell_without_the_export_line_finds_the_mirror():
     beside = REPO.parent / "shared" / "data"
     assert beside.is_dir(), "tests need ../shared/data beside the checkout"
     env = {k: v for k, v in os.environ.items() if k != "TASER_DATA_MIRROR"}
-    out = subprocess.run([sys.executable, "-c", "from taser_lib.data import resolve_mirror; print(resolve_mirror())"],
+    out = subprocess.run([sys.executable, "-c", "from taser_lib.datasets.fetch import resolve_mirror; print(resolve_mirror())"],
                          env=env, capture_output=True, text=True, check=True, cwd="/").stdout.strip()
     assert Path(out).resolve() == beside.resolve()

@@ -16,21 +16,28 @@ parameters, several seeds where the profile has them) with only these replaced, 
 
 A notebook whose `full` parameters it does not know how to shrink fails here, which is the point: `full` stays
 runnable. Slow (each notebook trains and evaluates its tiny models): marked `slow`, part of `make test`.
+
+Each notebook's code cells run in this process, in order, in one namespace, with the parameters papermill would
+inject (`profile`, `overrides`, `results_dir`): every line of the notebook runs, without a kernel's start-up and
+imports for each of twenty notebooks. The runner itself (papermill, staging, publishing) is `test_reproduce.py`'s,
+and nbval executes every notebook in a kernel at `smoke`.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import torch
+from page_proof import execute_cells
 from training_helpers import TOKENIZER_FILES, write_passages_tsv
 from transformers import BertConfig, BertModel
 
 from taser_lib.data.squad_open import build_squad_open
 from taser_lib.models import default_checkpoint
 from taser_book.profiles import load_pages, load_profiles
-from taser_book.runner import find_notebooks, run_notebook
+from taser_book.runner import find_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = [p for p in find_notebooks(ROOT) if p.stem != "performance"]  # the benchmark page reads results/bench
@@ -100,7 +107,7 @@ def test_full_code_path_runs_on_a_tiny_bert(notebook, tiny_full, shared_data, tm
     monkeypatch.setenv("TASER_RUNS_DIR", str(tiny_full["root"] / "runs"))
     monkeypatch.setenv("TASER_DATA_MIRROR", str(shared_data))
     monkeypatch.setenv("TASER_DATA_DIR", str(tiny_full["root"] / "data"))
-    run = run_notebook(notebook, "full", tmp_path / "results", overrides=overrides, profiles=profiles,
-                       progress=False)
-    assert run.status == "ok", run.note
-    assert (tmp_path / "results" / "full" / notebook.stem / "meta.json").is_file()
+    results = tmp_path / "results" / "full" / notebook.stem
+    execute_cells(json.loads(notebook.read_text(encoding="utf-8"))["cells"], notebook.name,
+                  {"profile": "full", "overrides": overrides, "results_dir": str(results)})
+    assert (results / "meta.json").is_file() and any(results.glob("*.csv")), f"{notebook.stem} published nothing"

@@ -38,6 +38,7 @@ DATASETS_MOVE = {
     "taser_lib.retrieval.datasets": "taser_lib.datasets.ready",
     "taser_lib.retrieval.streamed": "taser_lib.datasets.streamed",
     "taser_lib.training.msmarco": "taser_lib.datasets.msmarco",
+    "taser_lib.data.fetch": "taser_lib.datasets.fetch",
     **{f"taser_lib.data.formats.{m}": f"taser_lib.datasets.formats.{m}"
        for m in ("answer_selection", "glasgow", "msmarco", "nfcorpus", "qa", "scifact")},
 }
@@ -54,6 +55,11 @@ MOVES = [
     ("ce3e121", {"taser_lib.models.card": "taser_lib.export.card"}, ()),
     ("ca9d172", DATASETS_MOVE, ("taser_lib.data",)),
 ]
+# Functions that moved between modules, the same code (test_a_moved_function_is_the_code_it_was): the file hashes
+# stayed in the core when fetching left it.
+NAME_MOVES = {"taser_lib.data.fetch.sha256_file": "taser_lib.io.sha256_file",
+              "taser_lib.data.fetch.hash_file": "taser_lib.io.hash_file"}
+NAME_MOVES_BEFORE = "36e63a4"  # the revision before they moved
 RENAMES = {old: new for _, moves, _ in MOVES for old, new in moves.items()}
 
 # The core reaches the moved registry through one object, `taser_lib.data.named.registry`, which stands for the
@@ -90,6 +96,21 @@ REWRITES = [
      "from ..retrieval.datasets import ensure_prepared, load_evaluation_set\n",
      "from ..retrieval.datasets import ensure_prepared, load_evaluation_set\nfrom ..data.resolve import resolve_dataset\n",
      "binds the reader the rewritten line above calls"),
+    ("taser_lib/data/fetch.py",
+     "from ..io import atomic_path, atomic_write_text\n",
+     "from ..io import atomic_path, atomic_write_text, hash_file, sha256_file\n",
+     "binds the file hashes, which moved to taser_lib.io (NAME_MOVES), where the functions below were"),
+    ("taser_lib/data/fetch.py",
+     'def sha256_file(path: str | os.PathLike) -> str:\n    return hash_file(path, ("sha256",))["sha256"]\n\n\n'
+     'def hash_file(path: str | os.PathLike, algorithms: tuple[str, ...] | list[str]) -> dict[str, str]:\n'
+     '    """{algorithm: hex digest} of a file, every algorithm in one read."""\n'
+     '    digests = {name: hashlib.new(name) for name in algorithms}\n'
+     '    with open(path, "rb") as f:\n'
+     '        for block in iter(lambda: f.read(_BLOCK), b""):\n'
+     '            for digest in digests.values():\n'
+     '                digest.update(block)\n'
+     '    return {name: digest.hexdigest() for name, digest in digests.items()}\n\n\n', "",
+     "the two functions moved to taser_lib.io as they were (NAME_MOVES)"),
     ("taser_lib/training/msmarco.py",
      "from .reranking import TESTBED_LOADERS, RerankingSet, sample_ids\n", "from .reranking import RerankingSet, sample_ids\n",
      "the registration below went"),
@@ -113,6 +134,7 @@ def reexports() -> dict[str, str]:
 
 def canonical_origin(origin: str) -> str:
     origin = reexports().get(origin, origin)
+    origin = NAME_MOVES.get(origin, origin)
     for old, new in RENAMES.items():
         if origin == old or origin.startswith(old + "."):
             return new + origin[len(old):]
@@ -312,6 +334,24 @@ def test_every_declared_rewrite_is_applied_to_a_declared_change():
         matched = [e for e in entries if e["file"] == file and source_at(file, e["from"]).count(old) == 1]
         assert len(matched) == 1 and why, (file, old[:60])
         assert rewritten(file, source_at(file, matched[0]["from"])) != source_at(file, matched[0]["from"])
+
+
+def test_a_moved_function_is_the_code_it_was():
+    """Each NAME_MOVES function is, where it is now, the definition it had, and so is each module constant it reads."""
+    def definitions(source: str) -> tuple[dict[str, ast.FunctionDef], dict[str, str]]:
+        tree = ast.parse(source)
+        return ({n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)},
+                {t.id: ast.dump(n.value) for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                 if isinstance(t, ast.Name)})
+
+    for old, new in NAME_MOVES.items():
+        (old_module, name), (new_module, new_name) = old.rsplit(".", 1), new.rsplit(".", 1)
+        before, before_constants = definitions(git("show", f"{NAME_MOVES_BEFORE}:{old_module.replace('.', '/')}.py"))
+        after, after_constants = definitions((REPO / f"{new_module.replace('.', '/')}.py").read_text(encoding="utf-8"))
+        assert name == new_name and ast.dump(before[name]) == ast.dump(after[name]), old
+        constants = {n.id for n in ast.walk(after[name]) if isinstance(n, ast.Name) and n.id in after_constants}
+        assert constants <= before_constants.keys() and all(
+            before_constants[c] == after_constants[c] for c in constants), old
 
 
 def test_every_moved_module_is_declared_where_a_result_recorded_it():

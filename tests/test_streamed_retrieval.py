@@ -188,7 +188,7 @@ def test_corpus_file_finds_the_one_file_without_reading_it(tmp_path, shared_data
     data = tmp_path / "data"
     (data / "dpr").mkdir(parents=True)
     write_dpr_tsv(corpus, data / "dpr" / "psgs_w100.tsv.gz")
-    from taser_lib.data.fetch import UNVERIFIED_SUFFIX, sha256_file
+    from taser_lib.datasets.fetch import UNVERIFIED_SUFFIX, sha256_file
 
     local = data / "dpr" / "psgs_w100.tsv.gz"
     local.with_name(local.name + UNVERIFIED_SUFFIX).write_text(sha256_file(local) + "  UNVERIFIED\n")

@@ -72,7 +72,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from taser_lib.data.fetch import UNVERIFIED_SUFFIX
+    from taser_lib.datasets.fetch import UNVERIFIED_SUFFIX
     from taser_lib.datasets.registry import fetch
 
     paths = fetch(args.name, args.split, data_dir=args.data_dir, mirror=args.mirror, download=not args.offline,

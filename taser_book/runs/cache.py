@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taser_lib.data.fetch import sha256_file
+from taser_lib.io import sha256_file
 from taser_lib.errors import ConfigError
 from taser_lib.io import atomic_write_json, atomic_write_text
 from taser_lib.meta import run_metadata

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, TaserError
-from .fetch import sha256_file
+from ..io import sha256_file
 
 META = "meta.json"
 FILES_KEY = "files"

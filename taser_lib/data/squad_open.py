@@ -38,7 +38,7 @@ from ..io import atomic_dir, atomic_write_json
 from ..meta import run_metadata
 from .formats.beir import read_prepared, write_prepared
 from .formats.squad import SquadAnswer, SquadArticle, read_squad, squad_queries
-from .fetch import sha256_file
+from ..io import sha256_file
 from .prepared import FILES_KEY, SQUAD_OPEN_BUILDER, check_counts, damaged, file_entry, read_meta
 from .training_examples import TrainingExample, read_dpr_retriever_json, write_dpr_retriever_json
 from .types import Corpus, Dataset, Document, Qrels, Queries

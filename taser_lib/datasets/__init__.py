@@ -9,6 +9,7 @@ package knows the names):
     >>> datasets.prepare("squad-open")                       # what `taser data prepare squad-open` writes
 
 - `registry`: the entries (URL, sha256, license, citation, loader), `fetch`, `load_dataset`, `prepare` by name;
+- `fetch`: where the files live (`resolve_data_dir`, `resolve_mirror`) and how they get there, verified;
 - `ready`: `prepare` with squad-open's mined hard negatives, `ensure_prepared`, `load_evaluation_set`;
 - `streamed` (imported when first used): retrieval from a corpus too large to load (DPR's 21M passages);
 - `msmarco` (imported when first used): the MS MARCO passage re-ranking testbed and its released T1 teacher scores;

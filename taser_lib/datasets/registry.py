@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, TaserError
-from ..data.fetch import DataFile, fetch_file, resolve_data_dir, resolve_mirror
+from .fetch import DataFile, fetch_file, resolve_data_dir, resolve_mirror
 from ..data.formats._common import SkipReport
 from .formats.answer_selection import load_trecqa, load_wikiqa
 from ..data.formats.beir import load_beir, read_prepared, write_prepared

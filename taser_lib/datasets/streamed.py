@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..data.fetch import resolve_data_dir
+from .fetch import resolve_data_dir
 from ..data.formats import iter_corpus_file, load_corpus_file
 from ..data.prepared import read_meta
 from .registry import fetch, get, prepared_dir

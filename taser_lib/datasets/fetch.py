@@ -34,7 +34,7 @@ from typing import BinaryIO
 from ..progress import tqdm
 
 from ..errors import ChecksumError, OfflineError, TaserError
-from ..io import atomic_path, atomic_write_text
+from ..io import atomic_path, atomic_write_text, hash_file, sha256_file
 
 logger = logging.getLogger("taser_lib.data")
 
@@ -110,20 +110,6 @@ def resolve_mirror(explicit: str | os.PathLike | None = None) -> Path | None:
     if not path.is_dir():
         raise TaserError(f"the data mirror {path} (from {'--mirror' if explicit else ENV_MIRROR}) is not a folder")
     return path
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    return hash_file(path, ("sha256",))["sha256"]
-
-
-def hash_file(path: str | os.PathLike, algorithms: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """{algorithm: hex digest} of a file, every algorithm in one read."""
-    digests = {name: hashlib.new(name) for name in algorithms}
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_BLOCK), b""):
-            for digest in digests.values():
-                digest.update(block)
-    return {name: digest.hexdigest() for name, digest in digests.items()}
 
 
 def _mismatch(actual: dict[str, str], expected: dict[str, str]) -> str | None:
