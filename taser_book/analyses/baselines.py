@@ -8,7 +8,7 @@ the TASER tables score them (R@K in percent for QA sets with answers; nDCG@10 in
     >>> rows = score_runs(dataset, runs)                              # long rows: model, dataset, metric, value
 
 A question set retrieving from a corpus too large to load (the full profile's dpr-wiki) passes
-`corpus=StreamedCorpus("dpr-wiki")` (`retrieval.streamed`) to `first_stage_runs`: dense from on-disk shards, and
+`corpus=StreamedCorpus("dpr-wiki")` (`datasets.streamed`) to `first_stage_runs`: dense from on-disk shards, and
 answer matching on just the retrieved passages.
 
 Query length. A dense encoder cuts queries at `max_query_length`; 32 tokens (the papers' setting) holds QA
@@ -81,7 +81,7 @@ def first_stage_runs(dataset: Dataset, encoder: Encoder | None = None, k: int = 
     encoder's query cut-off for this dataset (a `DenseEncoder`; None: the encoder's own).
 
     `corpus`: where a dataset without passages of its own (a question set) retrieves from when that corpus is too
-    large to load (the full profile's dpr-wiki; `retrieval.streamed`): dense from its on-disk shards, never loading
+    large to load (the full profile's dpr-wiki; `datasets.streamed`): dense from its on-disk shards, never loading
     it; BM25 from its index (built once from the loaded corpus). `dataset.corpus` then becomes just the retrieved
     passages, which is all that answer matching (`score_runs`, `choose_hybrid_alpha`) reads."""
     streamed = corpus is not None and not dataset.corpus

@@ -54,7 +54,7 @@ def testbed_changes(testbed: str) -> list[Change]:
     """The change that moves a re-ranking run (CA or student) to `testbed`: none for SQuAD-open (the configs' own
     data, so its runs stay the cached runs every notebook shares), `data(dataset=<name>)` for WikiQA / TrecQA (their
     own candidate lists) and for MS MARCO passage (the paper's testbed, `full` only: its files are online, fetched
-    with `taser data fetch msmarco-passage` and `msmarco-passage-t1`; see training/msmarco.py). The same change
+    with `taser data fetch msmarco-passage` and `msmarco-passage-t1`; see datasets/msmarco.py). The same change
     serves the CA and its students, so on MS MARCO the students distil from the notebook's own CA;
     `teacher(released="msmarco-passage-t1")` (distill configs only) would use the paper's T1 scores instead."""
     if testbed not in TESTBEDS:
