@@ -72,8 +72,10 @@ class PublishRecorder:
         self.monkeypatch = monkeypatch
         self.calls: list[Published] = []
         old_module_names(monkeypatch)  # the notebooks before the registry's move import it where it was
+        import taser_book.pages.common
         import taser_book.scorecard
         monkeypatch.setattr(taser_book.scorecard, "publish", self._publish)
+        monkeypatch.setattr(taser_book.pages.common, "publish", self._publish)  # PageResult.publish's
         import matplotlib
         matplotlib.use("Agg")
 

@@ -64,9 +64,25 @@ def _part_of(value, cpus) -> bool:
     return all(any(item == other for other in rest) for item in value)
 
 
-def _entries() -> list[dict]:
+def _declared() -> list[dict]:
     entries = yaml.safe_load((REPO / "taser_book/result_preserving_changes.yaml").read_text(encoding="utf-8")) or []
     return [e for e in entries if e.get("shown_by") == TEST]
+
+
+def _entries() -> list[dict]:
+    """The notebooks this test proves; the page module versions it declares as well are `_module_versions`."""
+    return [e for e in _declared() if e["file"].endswith(".ipynb")]
+
+
+def _module_versions() -> list[dict]:
+    """Later versions of a proven page's module (`file: taser_book/pages/<page>.py`), which the proof runs."""
+    return [e for e in _declared() if not e["file"].endswith(".ipynb")]
+
+
+def test_a_declared_page_module_version_is_one_the_proof_runs():
+    proven = {Path(e["file"]).stem for e in _entries()}
+    for entry in _module_versions():
+        assert entry["file"].startswith("taser_book/pages/") and Path(entry["file"]).stem in proven, entry["file"]
 
 
 @pytest.mark.slow

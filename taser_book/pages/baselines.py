@@ -30,9 +30,10 @@ from ..analyses.baselines import (AlphaChoice, choose_hybrid_alpha, first_stage_
 from ..claims import paper_table
 from ..plots import plot_metric_bars
 from ..profiles import PageSettings, page_settings
-from ..scorecard import notebook_claims, publish
+from ..scorecard import publish
 from ..tables.cutoffs import cutoff_table, mark_matched_cutoff
 from ..tables.wide import wide_table
+from .common import PageResult
 
 PAGE = "baselines"
 PASSAGE_FORMATS = {"pair": "[CLS] title [SEP] text [SEP] (DPR's pair)",
@@ -131,9 +132,11 @@ def test_retrieval(s: PageSettings, src: Sources, encoder, alpha: float) -> Test
 
 
 @dataclass(frozen=True)
-class Baselines:
+class Baselines(PageResult):
     """The page's result: its settings, the encoder, the hybrid's weight and the test results (`results_dir`: where
     its tables were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     encoder: Any
@@ -184,10 +187,6 @@ class Baselines:
 
     def retrieval_table(self) -> pd.DataFrame:
         return wide_table(self.test.retrieval, index=["dataset", "metric"], columns="model")
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Baselines:

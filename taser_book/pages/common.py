@@ -1,8 +1,9 @@
-"""What the page modules share: the training parameters a page hands to `runs.recipes.reranking_run`, and the
-sentences several pages print about their runs."""
+"""What the page modules share: the result's saving and claims (`PageResult`), the training parameters a page hands
+to `runs.recipes.reranking_run`, and the sentences several pages print about their runs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,7 +12,25 @@ import pandas as pd
 from taser_lib.evaluation.query_sets import shared_query_counts
 
 from ..profiles import PageSettings
+from ..scorecard import notebook_claims, publish
 from ..runs.testbed import reinitialised_checkpoint
+
+class PageResult:
+    """What every page's result does alike: save its tables and judge the page's claims on them. A result sets
+    `page` (its page's name) and has `tables()`, `parameters()`, `settings` and `results_dir`."""
+
+    page: str
+
+    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
+        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
+        return publish(results_dir, self.page, tables=self.tables(), parameters=self.parameters(),
+                       settings=self.settings)
+
+    def claims(self) -> pd.DataFrame:
+        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
+        claims alone)."""
+        return notebook_claims(self.page, self.results_dir)
+
 
 # The settings every re-ranking run of a dual-encoder page reads, in the order its parameters are recorded.
 TRAINING = ("model", "pooling", "precision", "max_query_length", "max_passage_length", "batch_size",

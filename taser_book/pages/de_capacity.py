@@ -33,11 +33,10 @@ from ..runs.cache import CachedRun
 from ..runs.capacity import Size, capacity_table, checkpoint_shape, largest, parse_sizes, size_changes
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.run_tables import run_test_per_query
-from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import first_stage_scores
 from ..tables.train_test import comparison_sentence, comparison_table
 from ..tables.wide import labelled, wide_table
-from .common import distill_params
+from .common import PageResult, distill_params
 
 PAGE = "de_capacity"
 
@@ -162,8 +161,10 @@ def mrr_table(runs: Mapping[str, Mapping[tuple[str, int], CachedRun]], size_list
 
 
 @dataclass(frozen=True)
-class Capacity:
+class Capacity(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -188,10 +189,6 @@ class Capacity:
                 "largest_size": self.top.label, "distilled": s.distilled, "testbed": s.testbed,
                 "teacher": self.teacher.dir.name, "ca_like_teacher": s.ca_like_teacher, "ca_seeds": s.ca_seeds,
                 "test_questions": len(self.shared)}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def training_table(self) -> pd.DataFrame:
         return self.training.drop(columns="run")
@@ -234,11 +231,6 @@ class Capacity:
             ["source", "model", "size", "split", "mean ± std"]], ours])
         return wide_table(beside, index=["source", "size"], columns=["split", "model"], values="mean ± std",
                           labels=self.labels)
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Capacity:

@@ -31,9 +31,8 @@ from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.students import testbed_changes
-from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import paired_tests, per_query_rows, query_means, seed_means, seed_summary
-from .common import distill_params, questions_compared, teacher_line
+from .common import PageResult, distill_params, questions_compared, teacher_line
 
 PAGE = "de_colbert"
 # {run name: the short name the tables, the paper's tables and the claims use}
@@ -89,9 +88,11 @@ def per_query_frame(s: PageSettings, teacher: CachedRun, runs: Mapping[str, Mapp
 
 
 @dataclass(frozen=True)
-class Colbert:
+class Colbert(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere);
     `wall_s`: the seconds from the start of the runs to the tables."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -120,10 +121,6 @@ class Colbert:
         return {**distill_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
                 "colbert_students": s.colbert_students, "de_students": s.de_students,
                 "teacher": self.teacher.dir.name, "wall_s": round(self.wall_s)}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def teacher_summary(self) -> str:
         """The CA teacher's training steps and dev nDCG@10."""
@@ -162,11 +159,6 @@ class Colbert:
 
     def tests_table(self) -> pd.DataFrame:
         return self.tests
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Colbert:

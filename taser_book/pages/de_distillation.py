@@ -44,11 +44,10 @@ from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.students import size_changes, testbed_changes
-from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import (first_stage_scores, paired_tests, per_query_rows, query_means,
                                     retrieval_per_query, seed_means, seed_summary)
 from ..tables.seeded import SeededModels
-from .common import distill_params, questions_compared, teacher_line
+from .common import PageResult, distill_params, questions_compared, teacher_line
 
 PAGE = "de_distillation"
 # our model names (the claims file's) for each entry of variants.yaml
@@ -195,8 +194,10 @@ def significance(s: PageSettings, rerank: pd.DataFrame, retrieved: pd.DataFrame,
 
 
 @dataclass(frozen=True)
-class Distillation:
+class Distillation(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -237,10 +238,6 @@ class Distillation:
                 "small_sizes": s.small_sizes, "small_losses": s.small_losses, "small_seeds": small_seeds(s),
                 "size_source": s.size_source, "top_k": s.top_k, "teacher": self.teacher.dir.name,
                 "wall_s": round(self.wall)}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def teacher_trained(self) -> str:
         """The CA teacher's training steps and dev nDCG@10."""
@@ -332,11 +329,6 @@ class Distillation:
 
     def tests_table(self) -> pd.DataFrame:
         return self.tests
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Distillation:

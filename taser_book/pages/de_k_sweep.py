@@ -30,10 +30,9 @@ from ..runs.cache import CachedRun
 from ..runs.capacity import documents_changes
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.run_tables import per_query_rows
-from ..scorecard import notebook_claims, publish
 from ..tables.train_test import comparison_table
 from ..tables.wide import labelled
-from .common import distill_params, teacher_line
+from .common import PageResult, distill_params, teacher_line
 
 PAGE = "de_k_sweep"
 Runs = Mapping[tuple[str, int, int], CachedRun]  # {(model name, K, seed): run}
@@ -102,8 +101,10 @@ def k_tests(s: PageSettings, runs: Runs, shown: Mapping[str, str]) -> pd.DataFra
 
 
 @dataclass(frozen=True)
-class KSweep:
+class KSweep(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -134,10 +135,6 @@ class KSweep:
                 "candidates": s.candidates, "losses": s.losses, "testbed": s.testbed, "teacher": self.teacher.dir.name,
                 "wall_s": round(self.wall_s)}
 
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
-
     def teacher_line(self) -> str:
         return f"{teacher_line(self.teacher)}; {self.settings.candidates} candidates per question"
 
@@ -166,10 +163,6 @@ class KSweep:
 
     def tests_table(self) -> pd.DataFrame:
         return self.tests
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> KSweep:

@@ -25,9 +25,9 @@ from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.run_tables import curve_rows
-from ..scorecard import notebook_claims, publish
+from ..scorecard import publish
 from ..tables.train_test import curve_endpoints
-from .common import distill_params, teacher_line
+from .common import PageResult, distill_params, teacher_line
 
 PAGE = "de_learning_curves"
 Runs = Mapping[str, Mapping[int, CachedRun]]  # {"ca" | "de" | "dist": {seed: run}}
@@ -78,8 +78,10 @@ def curves_table(runs: Runs) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class LearningCurves:
+class LearningCurves(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -120,10 +122,6 @@ class LearningCurves:
         ends = self.summary.assign(model=self.summary["model"].map(self.labels)).pivot_table(
             index=["model", "point"], columns="split", values="value", sort=False)
         return ends.assign(**{"train − test": ends["train"] - ends["test"]}).round(3)
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> LearningCurves:

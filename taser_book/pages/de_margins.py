@@ -31,11 +31,10 @@ from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.scoring import run_scores
-from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import per_query_rows, query_means
 from ..tables.seeded import seed_sources
 from ..tables.wide import labelled
-from .common import reinit_params, start_model
+from .common import PageResult, reinit_params, start_model
 
 PAGE = "de_margins"
 MARGIN_STATISTICS = ("median_margin", "mean_margin", "negative_margin_share")
@@ -132,8 +131,10 @@ def margin_tests(s: PageSettings, per_query: pd.DataFrame, names: Mapping[str, s
 
 
 @dataclass(frozen=True)
-class Margins:
+class Margins(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -173,10 +174,6 @@ class Margins:
         return {**reinit_params(s), "model": s.model, "cross_encoder_model": s.cross_encoder_model,
                 "reinit_layers": s.reinit_layers, "profile": s.profile, "seed": s.seed, "seeds": s.seeds,
                 "testbed": s.testbed, "n_scored": s.n_scored, "students": s.students, "teacher": self.teacher.dir.name}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def premise(self) -> str:
         """Whether the CA leads the one-hot DE on the test questions here, as in the paper."""
@@ -223,11 +220,6 @@ class Margins:
 
     def tests_table(self) -> pd.DataFrame:
         return self.tests
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Margins:

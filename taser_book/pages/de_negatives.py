@@ -38,11 +38,10 @@ from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.students import testbed_changes
-from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import (paired_tests, per_query_rows, query_means, retrieval_per_query, seed_means,
                                     seed_summary)
 from ..tables.seeded import SeededModels
-from .common import distill_params, questions_compared, teacher_line
+from .common import PageResult, distill_params, questions_compared, teacher_line
 
 PAGE = "de_negatives"
 # our model names (the claims file's) for each entry of variants.yaml
@@ -134,8 +133,10 @@ def significance(s: PageSettings, rerank: pd.DataFrame, retrieved: pd.DataFrame,
 
 
 @dataclass(frozen=True)
-class Negatives:
+class Negatives(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -170,10 +171,6 @@ class Negatives:
         return {**distill_params(s), "profile": s.profile, "seed": s.seed, "seeds": s.seeds, "testbed": s.testbed,
                 "negative_losses": s.negative_losses, "uniform_negatives": s.uniform_negatives,
                 "retrieval": s.retrieval, "teacher": self.teacher.dir.name, "wall_s": round(self.wall)}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def teacher_trained(self) -> str:
         """The CA teacher's training steps and dev nDCG@10."""
@@ -226,11 +223,6 @@ class Negatives:
 
     def tests_table(self) -> pd.DataFrame:
         return self.tests
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Negatives:

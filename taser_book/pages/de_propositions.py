@@ -36,9 +36,9 @@ from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.recipes import reranking_run
 from ..runs.scoring import grid_matrix, grid_set, run_scores, saved_model_scores
-from ..scorecard import notebook_claims, publish
+from ..scorecard import publish
 from ..tables.propositions import prop3_summary
-from .common import distill_params, teacher_line
+from .common import PageResult, distill_params, teacher_line
 
 PAGE = "de_propositions"
 IDENTITY_TAUS = [1.0, 10.0]  # the temperatures of the binary-identity table
@@ -119,9 +119,11 @@ def proposition_3(s: PageSettings, g: Grid) -> Prop3:
 
 
 @dataclass(frozen=True)
-class Propositions:
+class Propositions(PageResult):
     """The page's result: its settings, the teacher, the grid and its tables (`results_dir`: where they were saved;
     None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -200,10 +202,6 @@ class Propositions:
              "mean H(teacher)": identity["teacher_entropy"].mean()},
             {"candidates K": self.grid.S.shape[1], "max |sce - KL - H(teacher)|": gap["error"].max(),
              "mean H(teacher)": gap["teacher_entropy"].mean()}])
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Propositions:

@@ -36,9 +36,8 @@ from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, reranking_run
 from ..runs.students import testbed_changes
-from ..scorecard import notebook_claims, publish
 from ..tables.disagreement import summary_table
-from .common import reinit_params, teacher_line
+from .common import PageResult, reinit_params, teacher_line
 
 PAGE = "de_qualitative"
 TABLE_3 = ["query", "passage", "label", "CA (0-1)", "DE (0-1)", "discrepancy"]
@@ -130,9 +129,11 @@ def side_by_side(s: PageSettings, names: Mapping[str, str], runs: Mapping[str, C
 
 
 @dataclass(frozen=True)
-class Qualitative:
+class Qualitative(PageResult):
     """The page's result: its settings, runs, scored pairs and tables (`results_dir`: where they were saved; None:
     nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -174,10 +175,6 @@ class Qualitative:
                 "de_student": s.de_student, "students": s.students, "n_scored": s.n_scored, "n_pairs": s.n_pairs,
                 "n_tested": s.n_tested, "n_shown": s.n_shown, "top": s.top, "teacher": self.teacher.dir.name}
 
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
-
     def teacher_summary(self) -> str:
         """The CA teacher's training steps and dev nDCG@10."""
         return teacher_line(self.teacher)
@@ -215,11 +212,6 @@ class Qualitative:
 
     def side_by_side(self) -> pd.DataFrame:
         return self.side.set_index(["query", "rank"])
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's observations of this page beside ours, judged on the saved tables (without a results folder:
-        the observations alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Qualitative:

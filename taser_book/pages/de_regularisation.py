@@ -40,9 +40,8 @@ from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.recipes import reranking_run
 from ..runs.students import testbed_changes
-from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import paired_tests, per_query_rows, query_means, seed_means, seed_summary
-from .common import distill_params, teacher_line
+from .common import PageResult, distill_params, teacher_line
 
 PAGE = "de_regularisation"
 SMOOTH_BY = ("model", "alpha", "dataset", "split", "metric")
@@ -163,8 +162,10 @@ def paper_train_test(name: str) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class Regularisation:
+class Regularisation(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -199,10 +200,6 @@ class Regularisation:
                 "alphas": s.alphas, "regularisers": s.regularisers, "embedding_dropout": s.embedding_dropout,
                 "token_dropout": s.token_dropout, "mlm_weight": s.mlm_weight, "n_train_eval": s.n_train_eval,
                 "teacher": self.teacher.dir.name, "wall_s": round(self.wall)}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def teacher_trained(self) -> str:
         """The CA teacher's training steps and dev nDCG@10."""
@@ -252,11 +249,6 @@ class Regularisation:
 
     def tests_table(self) -> pd.DataFrame:
         return self.tests
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Regularisation:

@@ -39,9 +39,8 @@ from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.recipes import reranking_run
 from ..runs.scoring import STAGES, run_scores, stage_runs, stage_scores
-from ..scorecard import notebook_claims, publish
 from ..tables.wide import labelled, score_ranges
-from .common import reinit_params, teacher_line
+from .common import PageResult, reinit_params, teacher_line
 
 PAGE = "de_score_distributions"
 RECIPES = {"de-one-hot": "DE (one-hot)", "de-softmax-ce": "DIST (softmax CE)"}
@@ -159,9 +158,11 @@ def stage_table(stages: Mapping[str, Mapping[str, CachedRun]], test: Any, frame:
 
 
 @dataclass(frozen=True)
-class ScoreDistributions:
+class ScoreDistributions(PageResult):
     """The page's result: its settings, runs, scored questions and tables (`results_dir`: where they were saved;
     None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -214,10 +215,6 @@ class ScoreDistributions:
                 "teacher": self.teacher.dir.name,
                 "stage_steps": {m: {st: r.result["final_step"] for st, r in by.items()}
                                 for m, by in self.stages.items()}}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def teacher_summary(self) -> str:
         """The CA teacher's training steps and dev nDCG@10."""
@@ -289,11 +286,6 @@ class ScoreDistributions:
     def stages_table(self) -> pd.DataFrame:
         return self.stage_table.assign(model=lambda f: f["model"].map(LABELS)).pivot_table(
             index=["statistic", "stage"], columns="model", values="value", sort=False).round(3)
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> ScoreDistributions:

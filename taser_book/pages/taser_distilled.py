@@ -34,10 +34,9 @@ from ..plots import plot_metric_bars
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, reranking_run, variant_run
-from ..scorecard import notebook_claims, publish
 from ..tables.rerank_tables import paired_tests
 from ..tables.seeded import SeededModels, score_seeded_runs, score_seeded_runs_per_query
-from .common import distill_params, questions_compared, reranking_params, teacher_line
+from .common import PageResult, distill_params, questions_compared, reranking_params, teacher_line
 
 PAGE = "taser_distilled"
 RETRIEVERS = ("dpr", "taser")  # the retriever trainer's one-hot references
@@ -131,9 +130,11 @@ def tested_pairs(s: PageSettings) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
-class TaserDistilled:
+class TaserDistilled(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere);
     `wall_s`: the seconds from the start of the runs to the saving."""
+
+    page = PAGE
 
     settings: PageSettings
     teacher: CachedRun
@@ -173,10 +174,6 @@ class TaserDistilled:
                 "top_k": s.top_k, "teacher": self.teacher.dir.name, "candidates": self.teacher.config.data.candidates,
                 "wall_s": round(self.wall_s)}
 
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
-
     def teacher_summary(self) -> str:
         """The CA teacher's training steps and dev nDCG@10."""
         return teacher_line(self.teacher)
@@ -212,10 +209,6 @@ class TaserDistilled:
 
     def tests_table(self) -> pd.DataFrame:
         return self.tests
-
-    def claims(self) -> pd.DataFrame:
-        """The page's claims, judged on the saved tables (without a results folder: the claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> TaserDistilled:

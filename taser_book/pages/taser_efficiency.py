@@ -36,9 +36,9 @@ from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.footprint import bert_base_models, memory_table, state_table, usage_table
 from ..runs.recipes import variant, variant_runs
-from ..scorecard import notebook_claims, publish
+from ..scorecard import publish
 from ..tables.seeded import SeededModels
-from .common import reranking_params
+from .common import PageResult, reranking_params
 
 PAGE = "taser_efficiency"
 TRAINED = ["dpr", "taser", "shared"]
@@ -116,8 +116,10 @@ def bench_step_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class Efficiency:
+class Efficiency(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     trained: Mapping[str, Sequence[CachedRun]]
@@ -226,10 +228,6 @@ class Efficiency:
                               models=TRAINED, labels=self.labels, baseline="dpr",
                               paper_ratio={"epoch_seconds": {"taser": PAPER_RATIO}},
                               title=f"Training cost per model ({s.profile}; {len(s.seeds)} seed(s))")
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Efficiency:

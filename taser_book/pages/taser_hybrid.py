@@ -37,13 +37,12 @@ from ..plots import plot_alpha_panels, plot_metric_bars
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.recipes import variant, variant_runs
-from ..scorecard import notebook_claims, publish
 from ..tables.cutoffs import cutoff_table, mark_matched_cutoff
 from ..tables.hybrid_sweep import alpha_sweep, best_alphas, fused_runs, seed_curves
 from ..tables.out_of_domain import attach_passages, bm25_run, dense_runs
 from ..tables.seeded import SeededModels, score_seeded_runs, score_seeded_runs_per_query, seed_sources
 from ..tables.wide import wide_table
-from .common import reranking_params
+from .common import PageResult, reranking_params
 
 PAGE = "taser_hybrid"
 TRAINED = ["dpr", "taser", "shared"]
@@ -175,8 +174,10 @@ def significance_table(tested: Tested, cutoffs: pd.DataFrame, alphas: Mapping[st
 
 
 @dataclass(frozen=True)
-class Hybrid:
+class Hybrid(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     trained: Mapping[str, Sequence[CachedRun]]
@@ -213,10 +214,6 @@ class Hybrid:
                 "n_train": s.n_train, "epochs": s.epochs, "n_queries": s.n_queries, "n_docs": s.n_docs,
                 "max_passage_length": s.max_passage_length, "max_query_length": s.max_query_length,
                 "alphas": self.alphas, "passage_format": self.passage_format, "precision": self.precision}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def started(self) -> str:
         """The starting checkpoint (the zero-shot row), the runs trained or reused, the precision and how passages
@@ -265,11 +262,6 @@ class Hybrid:
     def paper_table(self) -> pd.DataFrame:
         """Table A2's BM25, DPR (without SQuAD) and TASER rows, dense and hybrid."""
         return wide_table(self.paper, index=["dataset", "metric"], columns="label")
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Hybrid:

@@ -34,11 +34,10 @@ from ..plots import plot_beside_paper
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.recipes import load_variants, variant_run
-from ..scorecard import notebook_claims, publish
 from ..tables.cutoffs import cutoff_table, mark_matched_cutoff
 from ..tables.rerank_tables import paired_tests
 from ..tables.seeded import SeededModels, hybrid_runs, score_seeded_runs, score_seeded_runs_per_query
-from .common import reranking_params
+from .common import PageResult, reranking_params
 
 PAGE = "taser_in_domain"
 TRAINED = ["dpr", "taser", "shared"]
@@ -175,8 +174,10 @@ def retrieval_tables(s: PageSettings, summary: pd.DataFrame,
 
 
 @dataclass(frozen=True)
-class InDomain:
+class InDomain(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     runs: Runs
@@ -209,10 +210,6 @@ class InDomain:
                 "qa_datasets": s.qa_datasets, "qa_corpus": s.qa_corpus, "cocondenser_model": s.cocondenser_model,
                 "alphas": self.evaluated.alphas.to_dict("records"),
                 "runs": {n: {str(seed): r.dir.name for seed, r in by.items()} for n, by in self.runs.items()}}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def training_table(self) -> pd.DataFrame:
         return self.training.round(2)
@@ -249,11 +246,6 @@ class InDomain:
 
     def tests_table(self) -> pd.DataFrame:
         return self.tests
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> InDomain:

@@ -36,11 +36,10 @@ from ..plots import plot_metric_bars
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.recipes import variant, variant_runs
-from ..scorecard import notebook_claims, publish
 from ..tables.out_of_domain import attach_passages, bm25_run, dense_runs, entity_questions_rows
 from ..tables.seeded import SeededModels, score_seeded_runs, score_seeded_runs_per_query, seed_sources
 from ..tables.wide import wide_table
-from .common import reranking_params
+from .common import PageResult, reranking_params
 
 PAGE = "taser_out_of_domain"
 TRAINED = ["dpr", "taser", "shared"]
@@ -153,8 +152,10 @@ def significance_table(evaluated: Evaluated, order: Sequence[str]) -> pd.DataFra
 
 
 @dataclass(frozen=True)
-class OutOfDomain:
+class OutOfDomain(PageResult):
     """The page's result: its settings, runs and tables (`results_dir`: where they were saved; None: nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     trained: Mapping[str, Sequence[CachedRun]]
@@ -187,10 +188,6 @@ class OutOfDomain:
                 "max_passage_length": s.max_passage_length, "max_query_length": s.max_query_length,
                 "query_lengths": dict(zip(sizes["dataset"], sizes["query length"].astype(int).tolist())),
                 "passage_format": self.passage_format, "precision": self.precision}
-
-    def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
-        """Save the tables into `results_dir` (None: nothing) and judge the page's claims on them."""
-        return publish(results_dir, PAGE, tables=self.tables(), parameters=self.parameters(), settings=self.settings)
 
     def order(self) -> list[str]:
         """The models in the order the figures and tables show them."""
@@ -249,11 +246,6 @@ class OutOfDomain:
                                   sort=False).join(
             beside.pivot_table(index=["dataset", "metric"], columns="model", values="ours", aggfunc="first",
                                sort=False).add_prefix("ours: ")).round(1)
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> OutOfDomain:

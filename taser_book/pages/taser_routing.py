@@ -42,10 +42,10 @@ from ..profiles import PageSettings, page_settings
 from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.recipes import entropy_mode_changes, variant_run, variant_runs
-from ..scorecard import notebook_claims, publish
+from ..scorecard import publish
 from ..tables.cutoffs import cutoff_table, mark_matched_cutoff
 from ..tables.seeded import SeededModels, score_seeded_runs, score_seeded_runs_per_query
-from .common import reranking_params
+from .common import PageResult, reranking_params
 
 PAGE = "taser_routing"
 DATASET = "squad-open"  # the variants train on SQuAD-open train (configs/squad_open_*.yaml) at every profile
@@ -220,9 +220,11 @@ def entropy_modes(s: PageSettings, mode_runs: Runs, mode_label: Mapping[str, str
 
 
 @dataclass(frozen=True)
-class Routing:
+class Routing(PageResult):
     """The page's result: its settings, runs, models and tables (`results_dir`: where they were saved; None:
     nowhere)."""
+
+    page = PAGE
 
     settings: PageSettings
     table_runs: Mapping[str, Sequence[CachedRun]]
@@ -348,11 +350,6 @@ class Routing:
 
     def cutoffs_table(self) -> pd.DataFrame:
         return self.cutoffs
-
-    def claims(self) -> pd.DataFrame:
-        """The paper's claims of this page beside ours, judged on the saved tables (without a results folder: the
-        claims alone)."""
-        return notebook_claims(PAGE, self.results_dir)
 
 
 def run(s: PageSettings, results_dir: str | os.PathLike | None = None) -> Routing:
