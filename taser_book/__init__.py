@@ -9,6 +9,7 @@ Layers (each imports only from its own, those before it, and taser_lib; tests/te
 analyses, bench -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> pages -> runner -> book -> reproduce -> cli
 """
 
+import taser_lib.speed  # noqa: F401  (installs what `auto` means on a CPU and the fused-linear choice: taser_lib.plugins)
 from taser_lib import __version__
 
 __all__ = ["__version__"]

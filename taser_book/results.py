@@ -9,9 +9,9 @@ header), and `load_result` reads either.
 Provenance in `meta.json` (written by `save_result` inside the notebook's kernel; the runner adds the rest):
     library_version     taser_lib.__version__
     hardware            `taser_lib.meta.machine_description()`: CPU model and cores, GPU name, one-line summary
-    precision           `models.precision.precision_record()`: what `auto` resolved to on the CPU (encode, train),
+    precision           `speed.precision.precision_record()`: what `auto` resolved to on the CPU (encode, train),
                         whether the CPU has native bf16, and the probe's timings behind the choice
-    fused_linears       `models.fused.fusion_record()`: whether encoding ran oneDNN's fused linears (auto), and the
+    fused_linears       `speed.fused.fusion_record()`: whether encoding ran oneDNN's fused linears (auto), and the
                         probe's timings behind the choice (only where something encoded on the CPU)
     library_files       {"taser_lib/<module>.py": sha256} of every taser_lib and taser_book module loaded in the kernel, i.e. the
                         library files the result depends on
@@ -140,10 +140,11 @@ def save_result(results_dir: str | os.PathLike | None, name: str, data: pd.DataF
     meta["tables"] = tables
     meta["library_version"] = sys.modules[_PACKAGE].__version__
     meta["hardware"] = machine_description()
-    precision = sys.modules.get(f"{_PACKAGE}.models.precision")  # loaded only where something encoded or trained
-    if precision is not None:
-        meta["precision"] = precision.precision_record()
-    fused = sys.modules.get(f"{_PACKAGE}.models.fused")
+    if f"{_PACKAGE}.models.precision" in sys.modules:  # loaded only where something encoded or trained
+        from taser_lib.speed.precision import precision_record
+
+        meta["precision"] = precision_record()
+    fused = sys.modules.get(f"{_PACKAGE}.speed.fused")
     if fused is not None and (record := fused.fusion_record())["fused"]:
         meta["fused_linears"] = record
     meta["library_files"] = dict(sorted({**meta.get("library_files", {}), **library_files()}.items()))

@@ -13,6 +13,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 
 import taser_lib.datasets  # noqa: E402,F401  the registry, which the tests' configs name (test_named: the core without it)
+import taser_lib.speed  # noqa: E402,F401  auto's CPU measurement and fused linears, as the book runs (test_plugins: without)
 
 
 def shared_data_dir() -> Path:

@@ -65,7 +65,8 @@ def _parts(source: str) -> tuple[set, dict]:
 
 
 # Modules that moved since (tests/test_moves.py): an old version finds each under its old name
-MOVED_MODULES = {"taser_lib.models.card": "taser_lib.export.card", **DATASETS_MOVE}
+MOVED_MODULES = {"taser_lib.models.card": "taser_lib.export.card", "taser_lib.models.fused": "taser_lib.speed.fused",
+                 **DATASETS_MOVE}
 
 
 def _package(path: str) -> str:

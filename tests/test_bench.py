@@ -20,7 +20,7 @@ from taser_book.bench.training import state_bytes
 from taser_book.cli import main
 from taser_lib.data.answers import has_answer
 from taser_lib.models import TaserConfig, TaserModel, build_model
-from taser_lib.models.fused import fused_cpu_linears
+from taser_lib.speed.fused import fused_cpu_linears
 
 ROW_KEYS = {"metric", "value", "unit", "op", "target", "met"}
 # Metrics that carry the targets, per benchmark: (metric, op, target).

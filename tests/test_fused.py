@@ -1,5 +1,5 @@
 """Fused CPU linears are used where this machine measured them faster on the encoder's own batches
-(`models.fused.KernelChoice`): the trial's choice both ways under a stubbed clock, its store per machine, dtype and
+(`speed.fused.KernelChoice`): the trial's choice both ways under a stubbed clock, its store per machine, dtype and
 model shape, the small call that runs stock kernels, and the encoder's vectors under every choice."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from taser_lib.models import fused as Fu
+from taser_lib.speed import fused as Fu
 from taser_lib.models import load_encoder
 
 

@@ -5,7 +5,7 @@ at the top.
 
 The layers, lowest first, as the README lists them (each package's __init__.py repeats its list):
 
-    taser_lib:  errors, io, meta, progress -> data, losses -> models -> retrieval -> evaluation -> training -> speed, export, datasets
+    taser_lib:  errors, io, meta, plugins, progress -> data, losses -> models -> retrieval -> evaluation -> training -> speed, export, datasets
     taser_book: analyses, bench -> results, preserving, claims, run_ledger, profiles, executed -> tables -> runs -> plots -> scorecard -> pages -> runner -> book -> reproduce -> cli
 """
 
@@ -23,7 +23,7 @@ README = REPO / "README.md"
 
 LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
     CORE: (
-        ("errors", "io", "meta", "progress"),
+        ("errors", "io", "meta", "plugins", "progress"),
         ("data", "losses"),
         ("models",),
         ("retrieval",),

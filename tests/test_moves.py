@@ -54,12 +54,20 @@ MOVES = [
      ("taser_lib.evaluation",)),
     ("ce3e121", {"taser_lib.models.card": "taser_lib.export.card"}, ()),
     ("ca9d172", DATASETS_MOVE, ("taser_lib.data",)),
+    ("ae77a4c", {"taser_lib.models.fused": "taser_lib.speed.fused"}, ()),  # the fused linears: optional speed
 ]
-# Functions that moved between modules, the same code (test_a_moved_function_is_the_code_it_was): the file hashes
-# stayed in the core when fetching left it.
-NAME_MOVES = {"taser_lib.data.fetch.sha256_file": "taser_lib.io.sha256_file",
-              "taser_lib.data.fetch.hash_file": "taser_lib.io.hash_file"}
-NAME_MOVES_BEFORE = "36e63a4"  # the revision before they moved
+# Functions that moved between modules, the same code (test_a_moved_function_is_the_code_it_was), with the revision
+# before each move: the file hashes stayed in the core when fetching left it; the CPU precision probe left the core
+# for the optional speed package (the core's `models.precision` keeps resolve_precision and autocast).
+NAME_MOVES_AT = [
+    ("36e63a4", {"taser_lib.data.fetch.sha256_file": "taser_lib.io.sha256_file",
+                 "taser_lib.data.fetch.hash_file": "taser_lib.io.hash_file"}),
+    ("ae77a4c", {f"taser_lib.models.precision.{name}": f"taser_lib.speed.precision.{name}" for name in (
+        "cpu_flags", "cpu_has_native_bf16", "isa_limit", "machine_key", "load_per_core", "machine_is_busy",
+        "probe_cache_path", "measure_cpu_precision", "read_probe", "store_probe", "cached_probe",
+        "cpu_precision_probe", "precision_record")}),
+]
+NAME_MOVES = {old: new for _, moves in NAME_MOVES_AT for old, new in moves.items()}
 RENAMES = {old: new for _, moves, _ in MOVES for old, new in moves.items()}
 
 # The core reaches the moved registry through one object, `taser_lib.data.named.registry`, which stands for the
@@ -344,9 +352,9 @@ def test_a_moved_function_is_the_code_it_was():
                 {t.id: ast.dump(n.value) for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
                  if isinstance(t, ast.Name)})
 
-    for old, new in NAME_MOVES.items():
+    for revision, old, new in ((r, o, n) for r, moves in NAME_MOVES_AT for o, n in moves.items()):
         (old_module, name), (new_module, new_name) = old.rsplit(".", 1), new.rsplit(".", 1)
-        before, before_constants = definitions(git("show", f"{NAME_MOVES_BEFORE}:{old_module.replace('.', '/')}.py"))
+        before, before_constants = definitions(git("show", f"{revision}:{old_module.replace('.', '/')}.py"))
         after, after_constants = definitions((REPO / f"{new_module.replace('.', '/')}.py").read_text(encoding="utf-8"))
         assert name == new_name and ast.dump(before[name]) == ast.dump(after[name]), old
         constants = {n.id for n in ast.walk(after[name]) if isinstance(n, ast.Name) and n.id in after_constants}

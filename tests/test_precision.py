@@ -12,8 +12,9 @@ from transformers import BertConfig, BertModel
 
 from taser_lib.errors import ConfigError
 from taser_lib.models import DenseEncoder, build_model, load_tokenizer
-from taser_lib.models import precision as P
-from taser_lib.models.precision import autocast, cpu_flags, resolve_precision
+from taser_lib.models.precision import autocast, resolve_precision
+from taser_lib.speed import precision as P
+from taser_lib.speed.precision import cpu_flags
 from taser_lib.training.loop import LoopConfig, run_training
 
 

@@ -133,7 +133,7 @@ def test_the_engine_probe_picks_the_engine_it_measured_fastest(fastest):
 
 
 def test_the_engine_probe_is_cached_per_machine_and_torch(tmp_path, monkeypatch):
-    from taser_lib.models import precision as P
+    from taser_lib.speed import precision as P
 
     monkeypatch.setenv(P.ENV_CACHE_DIR, str(tmp_path))
     measured = []

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from taser_lib.meta import run_metadata
-from taser_lib.models.fused import fusion_record
-from taser_lib.models.precision import isa_limit, precision_record
+from taser_lib.speed.fused import fusion_record
+from taser_lib.speed.precision import isa_limit, precision_record
 from .config import BenchConfig
 
 OPS: dict[str, Callable[[float, float], bool]] = {

@@ -3,10 +3,10 @@
 Same packaged model (its own mean pooling and L2 normalisation on both sides), same SQuAD-open passages given to
 both in the model's own convention (one "title text" string for the packaged default), same batch size and maximum
 length. All contenders are timed round-robin (core.interleaved) after one untimed warm-up call each on a small slice.
-Ours runs at the library's `auto` precision (`taser_lib.models.precision`: bf16 on CUDA, and on a CPU with native
+Ours runs at the library's `auto` precision (`taser_lib.speed.precision`: bf16 on CUDA, and on a CPU with native
 bf16 where a cached probe measured it faster; else fp32); sentence-transformers at its default float32. When auto means bf16, ours at fp32 runs too: the bf16 gain, and the minimum cosine of our
 bf16 vectors to our fp32 ones. On the CPU our fp32 encoder forced to PyTorch's stock kernels and to oneDNN's fused
-linears shows what fusing does on this machine (`taser_lib.models.fused`; ours at auto runs what its trial on
+linears shows what fusing does on this machine (`taser_lib.speed.fused`; ours at auto runs what its trial on
 the encoder's own batches chose, and the bench keeps that trial beside its own paired measurement). On the CPU our
 int8 encoder for indexing (`taser_lib.speed.quantized`) runs too: its speed-up over sentence-transformers and over
 ours at auto, and the minimum cosine of its vectors to our fp32 ones (its R@K is the precision benchmark's).
@@ -20,7 +20,7 @@ import numpy as np
 
 from taser_lib.models import DenseEncoder, default_checkpoint
 from taser_lib.models.encoding import passage_string
-from taser_lib.models.fused import model_shape, stored_trial
+from taser_lib.speed.fused import model_shape, stored_trial
 from taser_lib.speed.quantized import TORCH_ENGINES, int8_encoder, int8_engine_probe
 from . import inputs
 from .core import BenchConfig, interleaved, paired_ratio, rate, row
@@ -137,7 +137,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
              f"ours at precision {PRECISION!r}, here {precision}; sentence-transformers at float32",
              f"our fp32 encoder alone: {fp32_speedup['median']:.2f}x sentence-transformers",
              f"ours at auto runs {'fused oneDNN' if auto_fused else 'stock PyTorch'} linears here "
-             + (f"(taser_lib.models.fused: its trial on the encoder's own batches measured fused {trial.speedup:.2f}x "
+             + (f"(taser_lib.speed.fused: its trial on the encoder's own batches measured fused {trial.speedup:.2f}x "
                 "stock)" if trial else "(no trial: stock kernels)")]
     if precision == "bf16":
         notes.append("bf16 encoding runs a bfloat16 copy of the model: every op, LayerNorm, softmax and pooling "

@@ -12,10 +12,11 @@ Queries are cut to `max_query_length` tokens; `covering_length` gives the smalle
 of texts (BEIR practice for long queries: `analyses.baselines.query_length`), and `query_length(n)` sets it for
 a block.
 
-On the CPU an encode call runs the BERT's linear layers as oneDNN fused linears (bias, GELU and the residual add
-inside the matrix multiply) where this machine measured them faster than PyTorch's stock kernels on the encoder's own
-batches (`models.fused.KernelChoice`: a trial on the first batches of a large enough call, kept per machine, dtype and
-model shape; `fuse_cpu_linears=True/False` forces either).
+An encode call runs PyTorch's stock kernels, or, once the optional `taser_lib.speed` is imported (`taser_lib.plugins`;
+the `taser` command and the book import it), oneDNN's fused linears on the CPU (bias, GELU and the residual add inside
+the matrix multiply) where this machine measured them faster on the encoder's own batches (`speed.fused.KernelChoice`:
+a trial on the first batches of a large enough call, kept per machine, dtype and model shape;
+`fuse_cpu_linears=True/False` forces either).
 
 `precision` (`fp32 | bf16 | auto`, `taser_lib.models.precision`): at bf16 the encoder runs a bfloat16 copy of the
 model (made when an encode call first needs it, and made again only when the weights have changed since), with the
@@ -39,8 +40,8 @@ from transformers import PreTrainedTokenizerBase
 
 from ..errors import ConfigError
 from ..io import atomic_dir
+from ..plugins import speed
 from .common import PASSAGE_FORMATS, Kind, Reps, TokenReps, cat_reps, passage_string
-from .fused import KernelChoice, fused_cpu_linears
 from .precision import check_precision, resolve_precision
 
 PassageInput = str | tuple[str, str] | Mapping
@@ -114,6 +115,19 @@ def model_passage_format(model) -> str:
     return getattr(getattr(model, "config", None), "passage_format", None) or "pair"
 
 
+class StockKernels:
+    """PyTorch's own kernels for every batch of an encode call: what runs without `taser_lib.speed`, whose
+    `KernelChoice` (oneDNN's fused linears where measured faster) takes the same arguments."""
+
+    def __init__(self, setting: bool | None, device, dtype: str, model: nn.Module, n_batches: int):
+        if setting:
+            raise ConfigError("fuse_cpu_linears=True needs the optional speed package: `import taser_lib.speed` first")
+
+    @contextmanager
+    def batch(self, model: nn.Module, b: int, tokens: int) -> Iterator[None]:
+        yield
+
+
 class DenseEncoder:
     """`encode_queries` / `encode_passages` (float32 arrays for a dense index) for a `TaserModel` or `DPRModel`
     and its tokenizer; `represent_queries` / `represent_passages` (the model's own representations, ColBERT's
@@ -121,7 +135,8 @@ class DenseEncoder:
     `encode_query` and `encode_document` as sentence-transformers names them.
 
     `fuse_cpu_linears`: None (auto) runs oneDNN's fused linears on a CPU where they measured faster on this
-    model's own batches (`models.fused.KernelChoice`); True or False forces them on or off (stock PyTorch kernels). `precision` is
+    model's own batches (`speed.fused.KernelChoice`, once `taser_lib.speed` is imported; stock kernels without it);
+    True or False forces them on or off (stock PyTorch kernels; True needs `taser_lib.speed`). `precision` is
     `fp32 | bf16 | auto` (module docstring); `resolved_precision` says what it means on this device.
     `passage_format` (`pair | concat`, `tokenize_passages`) defaults to the model config's own (pair for a model
     without one)."""
@@ -264,8 +279,8 @@ class DenseEncoder:
         pad = self.tokenizer.pad_token_id
         bar = tqdm(total=len(input_ids), desc=f"encode {desc}", disable=not self.show_progress, unit="text")
         model = self.running_model()
-        kernels = KernelChoice(self.fuse_cpu_linears, self.device, self.resolved_precision, model,
-                               n_batches=-(-len(order) // batch_size))
+        kernels = (speed.kernels or StockKernels)(self.fuse_cpu_linears, self.device, self.resolved_precision, model,
+                                                  n_batches=-(-len(order) // batch_size))
         forward = model.encode_query if kind == "query" else model.encode_passage
         with torch.inference_mode():
             for b, start in enumerate(range(0, len(order), batch_size)):
@@ -282,10 +297,8 @@ class DenseEncoder:
                         types[row, :n] = torch.tensor(token_type_ids[i])
                 batch = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
                          "token_type_ids": types.to(self.device)}
-                with fused_cpu_linears(model, kernels.fused(b)):
-                    began = kernels.timer()
+                with kernels.batch(model, b, ids.numel()):
                     reps = forward(**batch)
-                    kernels.observe(b, ids.numel(), kernels.timer() - began)
                 yield idx, reps
                 bar.update(len(idx))
         bar.close()

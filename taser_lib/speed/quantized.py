@@ -55,7 +55,7 @@ from torch import nn
 from ..errors import ConfigError
 from . import onnx_int8
 from ..models.encoding import DenseEncoder, _weights_key
-from ..models.precision import cached_probe, machine_key
+from .precision import cached_probe, machine_key
 
 # The suffix of BERT's feed-forward output projection ("layer.N.output.dense"; an attention block's own output,
 # "layer.N.attention.output.dense", is not matched), for `keep_fp32`.

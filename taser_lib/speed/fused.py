@@ -15,7 +15,7 @@ at least `TRIAL_BATCHES` batches under both kernels (one warm-up each, then `TRI
 in ABBA order, so the batches' falling widths cancel; seconds per padded token), and runs the rest of the call, and
 every later call, with fused linears only where the median pair ratio is at least `MIN_SPEEDUP`. The trial's batches
 are real output either way. Its result is kept per machine (CPU, cores, threads, torch), dtype and model shape in
-`$TASER_CACHE_DIR/fusion-probe.json` beside the precision probe (`models.precision`); a call too small for a trial,
+`$TASER_CACHE_DIR/fusion-probe.json` beside the precision probe (`speed.precision`); a call too small for a trial,
 on a machine and shape never measured, runs PyTorch's stock kernels. `fusion_record()` gives what auto ran in this
 process.
 """
@@ -196,6 +196,14 @@ class KernelChoice:
 
     def fused(self, b: int) -> bool:
         return self.fixed if self.fixed is not None else self._plan[b]
+
+    @contextmanager
+    def batch(self, model: nn.Module, b: int, tokens: int) -> Iterator[None]:
+        """Run batch `b` (of `tokens` padded tokens) of `model` within the block under its kernels, and observe it."""
+        with fused_cpu_linears(model, self.fused(b)):
+            began = self.timer()
+            yield
+            self.observe(b, tokens, self.timer() - began)
 
     def observe(self, b: int, tokens: int, seconds: float) -> None:
         if self.fixed is not None:
