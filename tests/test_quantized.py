@@ -12,12 +12,13 @@ import torch
 from taser_book.cli import main
 from taser_lib.errors import ConfigError
 from taser_lib.models import DenseEncoder, build_model, load_tokenizer
-from taser_lib.speed import onnx_int8
+from taser_lib.speed import inductor_int8, onnx_int8
 from taser_lib.speed import quantized as Q
 from taser_lib.speed.quantized import FFN_OUTPUT, Int8Encoder, int8_copy, int8_encoder, quantised_linears
 
 TORCH_ENGINE = Q.available_engines()[0]  # a PyTorch engine: every torch build has one of fbgemm, onednn, x86
 ONNX = pytest.mark.skipif(not onnx_int8.available(), reason="onnxruntime and onnx are not installed")
+INDUCTOR = pytest.mark.skipif(not inductor_int8.available(), reason="torchao or a C++ compiler is missing")
 PASSAGES = [("Hamlet", "Hamlet is a tragedy by William Shakespeare."), ("", "Paris is the capital of France."),
             ("Bees", "Bees make honey from nectar collected from flowers.")]
 
@@ -25,6 +26,32 @@ PASSAGES = [("Hamlet", "Hamlet is a tragedy by William Shakespeare."), ("", "Par
 @pytest.fixture(scope="module")
 def tiny(tiny_bert_with_tokenizer):
     return tiny_bert_with_tokenizer
+
+
+def trained_like(arch: str, tiny) -> torch.nn.Module:
+    """`arch` from the tiny BERT; for Det-R TASER, whose two experts start as the block's FFN, with its Q-FFN made to
+    differ, as training would, so that a query graph and a passage graph must each follow their own side."""
+    model = build_model(arch, tiny, **({"shared_blocks": 1} if arch == "taser" else {}))
+    experts = [p for n, p in model.named_parameters() if ".experts.0." in n]
+    assert bool(experts) == (arch == "taser")
+    with torch.no_grad():
+        for p in experts:
+            p.mul_(1.5)
+    return model
+
+
+def follows_fp32(fp32: DenseEncoder, int8: DenseEncoder, arch: str) -> np.ndarray:
+    """Checks that an int8 engine's passages and questions follow fp32's (cosine > 0.98) and, for Det-R TASER, that
+    its questions ran the Q-FFN (a passage-side graph would not reproduce the fp32 queries); fp32's passages."""
+    a, b = fp32.encode_passages(PASSAGES), int8.encode_passages(PASSAGES)
+    assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
+    assert not np.array_equal(a, b) and cosines(a, b).min() > 0.98
+    questions = ["who wrote hamlet", "capital of france"]
+    q8, q32 = int8.encode_queries(questions), fp32.encode_queries(questions)
+    assert cosines(q8, q32).min() > 0.98
+    if arch == "taser":
+        assert not np.allclose(fp32.encode_passages([("", q) for q in questions]), q32, atol=1e-4)
+    return a
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -180,24 +207,12 @@ def test_onnxruntime_is_an_engine_exactly_when_it_is_installed():
 @pytest.mark.parametrize("arch", ["taser", "dpr", "shared"])
 def test_onnxruntime_int8_vectors_follow_fp32_and_the_model_is_left_alone(arch, tiny):
     # Det-R TASER's Q-FFN and P-FFN differ: each side is its own graph, so queries and passages must each follow
-    model = build_model(arch, tiny, **({"shared_blocks": 1} if arch == "taser" else {}))
-    experts = [p for n, p in model.named_parameters() if ".experts.0." in n]
-    assert bool(experts) == (arch == "taser")
-    with torch.no_grad():  # both experts start as the block's FFN: make the Q-FFN differ, as training would
-        for p in experts:
-            p.mul_(1.5)
+    model = trained_like(arch, tiny)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     tok = load_tokenizer(tiny)
     fp32 = DenseEncoder(model, tok, device="cpu", show_progress=False, precision="fp32")
     int8 = int8_encoder(fp32, engine="onnxruntime")
-    a, b = fp32.encode_passages(PASSAGES), int8.encode_passages(PASSAGES)
-    assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
-    assert not np.array_equal(a, b) and cosines(a, b).min() > 0.98
-    questions = ["who wrote hamlet", "capital of france"]
-    q8, q32 = int8.encode_queries(questions), fp32.encode_queries(questions)
-    assert cosines(q8, q32).min() > 0.98
-    if arch == "taser":  # the query graph runs the Q-FFN: a passage-side graph would not reproduce the fp32 queries
-        assert not np.allclose(fp32.encode_passages([("", q) for q in questions]), q32, atol=1e-4)
+    follows_fp32(fp32, int8, arch)
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
     running = int8.running_model()
     assert isinstance(running, onnx_int8.OnnxInt8Model) and running is int8.running_model()
@@ -221,6 +236,39 @@ def test_onnxruntime_refuses_what_it_cannot_do(tiny):
     assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in kept.modules())
 
 
+# ---- the inductor engine (taser_lib.speed.inductor_int8) ----------------------------------------------------------
+
+def test_inductor_is_an_engine_exactly_when_it_is_available():
+    assert (inductor_int8.ENGINE in Q.available_engines()) == inductor_int8.available()
+
+
+@INDUCTOR
+def test_inductor_int8_vectors_follow_fp32_each_side_its_own_graph(tiny):
+    """Det-R TASER (its Q-FFN made to differ, as training would): each side runs its own compiled int8 graph, made
+    once on its first batch and kept for batches of other sizes and lengths; the model is left alone."""
+    model = trained_like("taser", tiny)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    fp32 = DenseEncoder(model, load_tokenizer(tiny), device="cpu", show_progress=False, precision="fp32")
+    int8 = int8_encoder(fp32, engine="inductor")
+    assert int8.resolved_precision == "int8-inductor"
+    a = follows_fp32(fp32, int8, "taser")
+    running = int8.running_model()
+    assert isinstance(running, inductor_int8.InductorInt8Model) and running is int8.running_model()
+    assert not list(running.parameters()) and len(running._graphs) == 2
+    c = int8.encode_passages(PASSAGES[:1] + PASSAGES)  # another batch size and length: the same graph
+    assert len(running._graphs) == 2 and cosines(c[1:], a).min() > 0.98
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+@INDUCTOR
+def test_inductor_refuses_what_it_cannot_do(tiny):
+    with pytest.raises(ConfigError, match="keep_fp32"):
+        int8_copy(build_model("shared", tiny), keep_fp32=(FFN_OUTPUT,), engine="inductor")
+    tokens = load_tokenizer(tiny)(["who wrote hamlet"], return_tensors="pt")
+    with pytest.raises(ConfigError, match="returns one tensor"):
+        inductor_int8.InductorInt8Model(build_model("colbert", tiny)).encode_passage(**tokens)
+
+
 def test_the_probe_picks_among_the_engines_asked_for():
     probe = Q.EngineProbe("m", {"x86": 0.3, "fbgemm": 0.2, "onnxruntime": 0.1})
     assert probe.choice == "onnxruntime" and probe.fastest(Q.TORCH_ENGINES) == "fbgemm"
@@ -236,5 +284,5 @@ def test_an_onnxruntime_engine_that_fails_to_build_is_left_out_of_the_probe_with
     monkeypatch.setattr(onnx_int8, "build_session", broken)
     with pytest.warns(RuntimeWarning, match="onnxruntime left out of the probe"):
         probe = Q.measure_int8_engines(hidden=32, heads=2, batch=2, length=8, repeats=1)
-    assert "onnxruntime" not in probe.seconds and set(probe.seconds) <= set(Q.TORCH_ENGINES)
-    assert probe.seconds and probe.choice in Q.TORCH_ENGINES
+    assert "onnxruntime" not in probe.seconds and set(probe.seconds) <= set(Q.ENGINES) - {"onnxruntime"}
+    assert probe.seconds and probe.choice != "onnxruntime"

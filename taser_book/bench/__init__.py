@@ -26,7 +26,7 @@ from .config import BenchConfig
 NAMES: tuple[str, ...] = ("encoding", "precision", "hardware", "routing", "training", "matching", "search",
                           "scaling")
 # Benchmarks run only when named (`taser bench --only NAME`): too long for the suite.
-OPT_IN: tuple[str, ...] = ("bf16_training_quality", "peers")
+OPT_IN: tuple[str, ...] = ("bf16_training_quality", "peers", "step_parts")
 
 
 def run_benchmark(name: str, cfg: BenchConfig) -> dict[str, Any]:

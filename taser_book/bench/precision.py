@@ -99,8 +99,10 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                          "int8_engine": int8_engine_probe().as_dict(),
                          "cosine_passages_int8": {"min": float(cos8.min()), "mean": float(cos8.mean())},
                          "auto": auto}
-        int8_notes = ["int8: passages encoded by our fp32 encoder with its linears dynamically quantised "
-                      "(taser_lib.speed.quantized), questions at fp32, as `taser index --precision int8` and "
+        int8_notes = [f"int8: passages encoded by our fp32 encoder with its linears quantised on the probe's engine "
+                      f"({q8['resolved']}; taser_lib.speed.quantized: dynamic activation scales, or for the inductor "
+                      "engine static ones observed on its first batch, its graph built within this one timed pass), "
+                      "questions at fp32, as `taser index --precision int8` and "
                       f"`taser search` do; target |R@K int8 - fp32| <= {INT8_MAX_DELTA_POINTS:g} points (issue 25); "
                       "questions whose hit at K changed: " + ", ".join(f"{k} {v}" for k, v in changed8.items())]
     return {

@@ -204,6 +204,9 @@ MACHINE_QUANTITIES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("training step: ColBERT at fp32, fraction of the fp32 matmul peak", "training",
      ("fraction_of_peak", "ColBERT fp32"), "fraction"),
     ("encoding at length 256: fraction of the matmul peak", "hardware", ("fraction", "full"), "fraction"),
+    *[(f"training step: DPR bf16 over fp32, {variant} (step parts benchmark)", "step_parts",
+       ("bf16_speedup", variant, "median"), "x")
+      for variant in ("as the trainer builds it", "no attention dropout", "no dropout", "fused AdamW")],
     ("search: faiss flat over numpy, SQuAD-open", "search", ("squad_open", "flat_speedup_over_numpy", "median"), "x"),
     ("search: faiss flat over numpy, random 100k", "search", ("random", "flat_speedup_over_numpy", "median"), "x"),
 ]
@@ -262,4 +265,29 @@ def machines_table(bench_dir: str | os.PathLike) -> pd.DataFrame:
         cells["measured on (days of its records)"] = ", ".join(days) if days else "–"
         label = _machine_label(results)
         columns[label if label not in columns else f"{label}, {folder.name}"] = cells
+    return pd.DataFrame(columns)
+
+
+def step_parts_table(bench_dir: str | os.PathLike) -> pd.DataFrame:
+    """Where a DPR training step's time goes, from each machine folder's `step_parts` record (benchmark
+    `step_parts`): one column per machine and precision, the median seconds of the step and of its three parts
+    (timed), then the profiled seconds of each op family over the whole step (`torch.profiler` self time of one
+    step, summed over its parts). Empty where no folder holds such a record."""
+    from .step_parts import OP_FAMILIES, PARTS
+
+    families = [*OP_FAMILIES, "other"]
+    columns = {}
+    for folder in machine_folders(bench_dir):
+        results = load_results(folder)
+        record = by_name(results).get("step_parts")
+        if record is None:
+            continue
+        measured = record["measured"]
+        for precision, parts in measured["part_seconds"].items():
+            cells = {"step (s, median)": measured["step_seconds_spread"][precision]["median"]}
+            cells |= {f"part: {part} (s, median)": parts[part]["median"] for part in PARTS}
+            profile = measured["profile_self_seconds"][precision]
+            cells |= {f"ops: {family} (s, profiled)": sum(profile[part].get(family, 0.0) for part in PARTS)
+                      for family in families}
+            columns[f"{_machine_label(results)}: {precision}"] = {k: round(v, 3) for k, v in cells.items()}
     return pd.DataFrame(columns)

@@ -8,6 +8,7 @@ writes (`results/bench/<name>.json`); it runs nothing itself.
     >>> page.summary()             # one row per measured quantity, with its target
     >>> page.spread()              # median, quartiles and extremes of the targeted quantities
     >>> page.machines()            # the same ratios on every machine the benchmarks ran on
+    >>> page.step_parts()          # where a DPR training step's time goes, on each machine that measured it
     >>> page.conditions()          # wall time and load averages around each benchmark
 """
 
@@ -23,7 +24,7 @@ from matplotlib.figure import Figure
 
 from ..bench import summary_rows
 from ..bench.report import (by_name, conditions_table, describe_source, find_results, implied_21m_table,
-                            machines_table, spread_table, summary_table)
+                            machines_table, spread_table, step_parts_table, summary_table)
 from ..plots.bench import plot_scaling
 from ..profiles import PageSettings, page_settings
 from ..scorecard import notebook_claims, publish
@@ -64,6 +65,9 @@ class Performance:
     def machines(self) -> pd.DataFrame:
         return machines_table(self.settings.bench_dirs[0])
 
+    def step_parts(self) -> pd.DataFrame:
+        return step_parts_table(self.settings.bench_dirs[0])
+
     def conditions(self) -> pd.DataFrame:
         return conditions_table(self.results)
 
@@ -74,7 +78,8 @@ class Performance:
     def publish(self, results_dir: str | os.PathLike | None) -> pd.DataFrame | None:
         return publish(results_dir, PAGE,
                        tables={"bench_summary": pd.DataFrame(summary_rows(self.results)),
-                               "bench_machines": self.machines().rename_axis("quantity").reset_index()},
+                               "bench_machines": self.machines().rename_axis("quantity").reset_index(),
+                               "bench_step_parts": self.step_parts().rename_axis("quantity").reset_index()},
                        parameters={"profile": self.settings.profile, "source": self.folder,
                                    "quick": any(r["quick"] for r in self.results) if self.results else None},
                        settings=self.settings)

@@ -1,6 +1,7 @@
 """Speed engineering beside the core, optional: what precision `auto` means on this CPU (`precision`: measured once per
 machine), oneDNN's fused linears for encoding where this machine measured them faster (`fused`), the int8 encoder
-for indexing a corpus (`quantized`: PyTorch's int8 kernels, or ONNX Runtime's where it is installed, `onnx_int8`),
+for indexing a corpus (`quantized`: PyTorch's int8 kernels, or ONNX Runtime's where it is installed, `onnx_int8`, or
+torchao's PT2E quantisation compiled by Inductor, `inductor_int8`),
 each engine measured on this machine before it is chosen, and the float encoder compiled by `torch.compile`
 (`compiled`). The core (`taser_lib.models`, `retrieval`, `training`, ...) never imports it; importing it installs its
 precision choice and kernel choice where the core asks for them (`taser_lib.plugins`), loading neither until first
@@ -15,7 +16,16 @@ asked. The `taser` command and the book import it.
 
 from __future__ import annotations
 
+import logging
+
 from ..plugins import install_speed
+
+# torchao (the inductor int8 engine's quantiser; transformers imports it too when it loads a model, once it is
+# installed) warns once for each of its CUDA extensions that a CPU build of torch cannot load, and torch warns that
+# it registers its enums the old way: both quieted, unless a logging configuration set those loggers' levels
+for _name in ("torchao", "torch.utils._pytree"):
+    if logging.getLogger(_name).level == logging.NOTSET:
+        logging.getLogger(_name).setLevel(logging.ERROR)
 
 
 def cpu_precision(purpose: str) -> str:

@@ -129,7 +129,27 @@ def build_session(model: nn.Module, method: str, example: dict[str, torch.Tensor
         return ort.InferenceSession(str(quantised), options, providers=["CPUExecutionProvider"])
 
 
-class OnnxInt8Model(nn.Module):
+class MethodStandIn(nn.Module):
+    """A frozen stand-in for a retriever's float model: `encode_query`, `encode_passage` and `forward` each run by
+    `_run(method, inputs)` (an int8 engine's session or graph for that method)."""
+
+    def _run(self, method: str, inputs: dict[str, torch.Tensor | None]) -> torch.Tensor:
+        raise NotImplementedError
+
+    def encode_query(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        return self._run("encode_query", {"input_ids": input_ids, "attention_mask": attention_mask,
+                                          "token_type_ids": token_type_ids})
+
+    def encode_passage(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        return self._run("encode_passage", {"input_ids": input_ids, "attention_mask": attention_mask,
+                                            "token_type_ids": token_type_ids})
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
+        return self._run("forward", {"input_ids": input_ids, "attention_mask": attention_mask,
+                                     "token_type_ids": token_type_ids})
+
+
+class OnnxInt8Model(MethodStandIn):
     """A model's `encode_query`, `encode_passage` and `forward` run by int8 ONNX Runtime sessions (module docstring),
     each made on its first call from a float32 copy taken now (the model itself is left alone). Holds no
     parameters: it is a frozen, inference-only stand-in."""
@@ -154,17 +174,5 @@ class OnnxInt8Model(nn.Module):
         feed = {i.name: given[i.name].cpu().numpy().astype(np.int64) for i in session.get_inputs()}
         return torch.from_numpy(session.run(None, feed)[0])
 
-    def encode_query(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
-        return self._run("encode_query", {"input_ids": input_ids, "attention_mask": attention_mask,
-                                          "token_type_ids": token_type_ids})
 
-    def encode_passage(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
-        return self._run("encode_passage", {"input_ids": input_ids, "attention_mask": attention_mask,
-                                            "token_type_ids": token_type_ids})
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
-        return self._run("forward", {"input_ids": input_ids, "attention_mask": attention_mask,
-                                     "token_type_ids": token_type_ids})
-
-
-__all__ = ["ENGINE", "OnnxInt8Model", "available", "build_session"]
+__all__ = ["ENGINE", "MethodStandIn", "OnnxInt8Model", "available", "build_session"]

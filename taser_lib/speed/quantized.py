@@ -22,8 +22,10 @@ reports int8's encoding speed-up over fp32 and over `auto`, and its R@1/5/20/100
 Which int8 kernels: PyTorch packs a quantised linear's weights for one engine (fbgemm, oneDNN, or "x86", its own
 pick between them) when the copy is made, and the packed weights run on that engine's kernels from then on. A fourth
 engine, "onnxruntime" (`speed.onnx_int8`, where onnxruntime and onnx are installed), runs the model as an ONNX
-Runtime graph with fused attention and layer norms and int8 weights, one scale per output channel. Which is
-fastest depends on the CPU, so `engine=None` (the default) takes the engine a short cached probe measured fastest on
+Runtime graph with fused attention and layer norms and int8 weights, one scale per output channel. A fifth,
+"inductor" (`speed.inductor_int8`, where torchao and a C++ compiler are), exports the model, quantises it with
+torchao's PT2E quantiser for x86 (static activation scales, observed on the first batch it encodes) and compiles it
+with Inductor onto oneDNN's int8 linears. Which is fastest depends on the CPU, so `engine=None` (the default) takes the engine a short cached probe measured fastest on
 this machine (`int8_engine_probe`: one random BERT layer at the default model's width on a padded batch of 32
 inputs of up to 256 tokens, the median of 5 rounds that time every engine in turn), as `auto` precision does;
 with `keep_fp32`, its fastest PyTorch engine. The engines round differently, and speed is all the probe weighs. On
@@ -53,7 +55,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from . import onnx_int8
+from . import inductor_int8, onnx_int8
 from ..models.encoding import DenseEncoder, _weights_key
 from .precision import cached_probe, machine_key
 
@@ -64,16 +66,19 @@ PRECISION = "int8"
 
 
 TORCH_ENGINES = ("fbgemm", "onednn", "x86")  # PyTorch's server-CPU int8 engines (qnnpack is for mobile ARM)
-ENGINES = (*TORCH_ENGINES, onnx_int8.ENGINE)  # and ONNX Runtime's (`speed.onnx_int8`), where it is installed
+# and ONNX Runtime's (`speed.onnx_int8`) and Inductor's compiled graphs (`speed.inductor_int8`), where installed
+ENGINES = (*TORCH_ENGINES, onnx_int8.ENGINE, inductor_int8.ENGINE)
+OTHER_ENGINES = {onnx_int8.ENGINE: onnx_int8, inductor_int8.ENGINE: inductor_int8}
 ENGINE_PROBE_FILE = "int8-engine-probe.json"
-ENGINE_PROBE_VERSION = 3  # 2: ONNX Runtime joined the engines; 3: a padded corpus-sized batch (measure_int8_engines)
+# 2: ONNX Runtime joined the engines; 3: a padded corpus-sized batch (measure_int8_engines); 4: Inductor joined
+ENGINE_PROBE_VERSION = 4
 
 
 def available_engines() -> list[str]:
-    """The int8 engines of `ENGINES` this machine has: the PyTorch engines its torch build supports, and ONNX
-    Runtime's where onnxruntime and onnx are installed."""
+    """The int8 engines of `ENGINES` this machine has: the PyTorch engines its torch build supports, ONNX
+    Runtime's where onnxruntime and onnx are installed, and Inductor's where torchao and a C++ compiler are."""
     torch_engines = [e for e in TORCH_ENGINES if e in torch.backends.quantized.supported_engines]
-    return torch_engines + ([onnx_int8.ENGINE] if onnx_int8.available() else [])
+    return torch_engines + [name for name, module in OTHER_ENGINES.items() if module.available()]
 
 
 def check_engine(engine: str) -> str:
@@ -209,6 +214,9 @@ def int8_copy(model: nn.Module, keep_fp32: Sequence[str] = (), engine: str | Non
     if engine == onnx_int8.ENGINE:  # before PyTorch's copy below: the stand-in takes its own float copy
         check_engine(engine)
         return onnx_int8.OnnxInt8Model(model, keep_fp32)
+    if engine == inductor_int8.ENGINE:
+        check_engine(engine)
+        return inductor_int8.InductorInt8Model(model, keep_fp32)
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
     clone = copy.deepcopy(model).float().eval()
