@@ -35,10 +35,10 @@ from typing import Any
 import torch
 
 from taser_lib.models.precision import autocast
-from taser_lib.training.loop import LoopConfig, parameter_groups
+from taser_lib.training.loop import LoopConfig
 from taser_lib.training.retriever import retriever_loss
 from .core import BenchConfig, interleaved, paired_ratio, row, spread, synchronize
-from .training import PRECISIONS, training_batch
+from .training import PRECISIONS, _trainer, training_batch
 
 NAME = "step_parts"
 TITLE = "Where a training step's time goes: DPR at fp32 and bf16, in parts, and with one setting changed"
@@ -103,18 +103,11 @@ def stepper(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: dic
 
 def build(cfg: BenchConfig, batch: dict[str, Any], precision: str, overrides: dict[str, Any],
           adamw: dict[str, Any]) -> tuple[Callable[[], float], dict[str, list[float]]]:
-    """(step, its parts' seconds) of DPR built from the benchmark's checkpoint with `overrides`, its AdamW with the
-    trainer's groups, learning rate and `adamw`."""
-    from taser_lib.models import build_model
-
-    torch.manual_seed(cfg.seed)
-    model = build_model("dpr", cfg.model, **overrides).to(cfg.device).train()
-    loop = LoopConfig(output_dir="")
-    groups = parameter_groups(model, loop.lr, loop.weight_decay, loop.layerwise_lr_decay)
-    optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups], lr=loop.lr,
-                                  **adamw)
+    """(step, its parts' seconds) of DPR as `training._trainer` sets it up, built with `overrides` and its AdamW
+    given `adamw`."""
+    model, optimizer, _ = _trainer("dpr", cfg, batch, precision, adamw=adamw, **overrides)
     parts: dict[str, list[float]] = {name: [] for name in PARTS}
-    return stepper(model, optimizer, batch, precision, cfg.device, loop, parts), parts
+    return stepper(model, optimizer, batch, precision, cfg.device, LoopConfig(output_dir=""), parts), parts
 
 
 def profiled(step: Callable[[], float]) -> dict[str, dict[str, float]]:

@@ -115,15 +115,17 @@ def default_precision(cfg: BenchConfig) -> str:
 
 
 def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any], precision: str, loss_fn=retriever_loss,
-             **overrides):
+             adamw: dict[str, Any] | None = None, **overrides):
     """(model, optimizer, one training step) set up as the library's trainer does (training.loop.Trainer), with
-    the forward at `precision` ("fp32" or "bf16"): `arch` built from the checkpoint with `overrides`, its step's
-    loss `loss_fn(model, batch)`."""
+    the forward at `precision` ("fp32" or "bf16"): `arch` built from the checkpoint with `overrides`, its AdamW
+    given `adamw` too (e.g. {"fused": True}; None: torch's default implementation), its step's loss
+    `loss_fn(model, batch)`."""
     torch.manual_seed(cfg.seed)
     model = build_model(arch, cfg.model, **overrides).to(cfg.device).train()
     loop = LoopConfig(output_dir="")  # the trainer's defaults: lr, weight decay, clipping
     groups = parameter_groups(model, loop.lr, loop.weight_decay, loop.layerwise_lr_decay)
-    optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups], lr=loop.lr)
+    optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups], lr=loop.lr,
+                                  **(adamw or {}))
 
     def step() -> float:
         optimizer.zero_grad(set_to_none=True)
