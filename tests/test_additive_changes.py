@@ -291,10 +291,12 @@ def _same_losses(old, new):
     from taser_lib.training.distill import DistillTraining
 
     defaults = {f.name: f.default for f in dataclasses.fields(DistillTraining)}
-    recipes = yaml.safe_load((REPO / "taser_book/runs/variants.yaml").read_text(encoding="utf-8"))["reranking"]
+    from taser_book.runs.recipes import RERANKERS
+
     trainings = [yaml.safe_load(f.read_text(encoding="utf-8")).get("training") or {}
                  for f in sorted((REPO / "configs").glob("*.yaml"))]
-    trainings += [(r.get("set") or {}).get("training") or {} for r in recipes.values()]
+    students = [recipe.load() for recipe in RERANKERS.values()]
+    trainings += [dataclasses.asdict(config.training) for config in students if config.kind == "distill"]
     for training in trainings:
         loss = training.get("loss", defaults["loss"])
         if loss in losses_after["RERANK_LOSSES"]:

@@ -144,3 +144,18 @@ def test_docstring_only_changes_keep_the_code():
         assert code_sha256(text) == entry["code_sha256"], entry["file"]
         checked += 1
     assert checked >= 1
+
+
+def test_prose_only_notebook_changes_keep_the_code():
+    """Each committed notebook entry shown by this test: the notebook at `to` has the cells of the notebook at `from`,
+    in order, with the same code; only the text of markdown cells changed."""
+    checked = 0
+    for entry in yaml.safe_load((REPO / PRESERVING_CHANGES).read_text()):
+        if not entry["shown_by"].endswith("::test_prose_only_notebook_changes_keep_the_code"):
+            continue
+        before, after = (json.loads(source_at(entry["file"], entry[end]))["cells"] for end in ("from", "to"))
+        assert [c["cell_type"] for c in before] == [c["cell_type"] for c in after], entry["file"]
+        code = [("".join(b["source"]), "".join(a["source"])) for b, a in zip(before, after) if b["cell_type"] == "code"]
+        assert all(b == a for b, a in code), entry["file"]
+        checked += 1
+    assert checked >= 1

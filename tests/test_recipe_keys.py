@@ -12,19 +12,19 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 import taser_book.runs.recipes as recipes
+from git_versions import source_at
 from taser_book.profiles import load_profiles, profile_parameters
 from taser_lib.training.config import config_to_dict
 
 SAVED = Path(__file__).with_name("data") / "recipe_configs.json"
+VARIANTS = ("taser_book/runs/variants.yaml", "1a6611b67a07eb05a26b567b53de288e22781d382cfc83f1cd33ee65945463fe")
 TEACHER = SimpleNamespace(model_path="/runs/cross-encoder-teacher/best")
 
 
 def _names(section: str) -> list[str]:
-    tables = getattr(recipes, "RETRIEVERS", None), getattr(recipes, "RERANKERS", None)
-    if tables[0] is not None:
-        return list(tables[0] if section == "variants" else tables[1])
     return list(recipes.load_variants(section=section))
 
 
@@ -52,6 +52,14 @@ def test_every_recipe_gives_the_config_it_gave_as_data(monkeypatch):
     assert sorted(now) == sorted(before)
     changed = [key for key in before if now[key] != before[key]]
     assert not changed, f"{len(changed)} recipes resolve differently, first {changed[0]}"
+
+
+def test_every_recipe_has_the_label_and_the_paper_row_it_had():
+    """The tables and figures name each run by its label: the labels (and the paper rows) are variants.yaml's."""
+    before = yaml.safe_load(source_at(*VARIANTS))
+    for section, table in (("variants", recipes.RETRIEVERS), ("reranking", recipes.RERANKERS)):
+        assert {name: (body["label"], body.get("paper", "")) for name, body in before[section].items()} == \
+            {name: (recipe.label, recipe.paper) for name, recipe in table.items()}, section
 
 
 def test_the_saved_forms_tell_the_recipes_apart():

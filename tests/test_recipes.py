@@ -7,16 +7,16 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-import yaml
 from training_helpers import make_tiny_bert, tiny_config, write_squad_sample, write_yaml
 from training_helpers import one_thread  # noqa: F401  (fixture)
 
 from taser_lib.data.squad_open import build_squad_open
-from taser_lib.errors import ConfigError, FormatError
+from taser_lib.errors import ConfigError
+from taser_lib.models.routing import DeterministicRouting, TokenRouting
 from taser_book.runs import cache
 from taser_book.runs import changes
-from taser_book.runs.recipes import (load_variants, profile_changes, reranking_changes, training_steps, variant,
-                                     variant_run)
+from taser_book.runs.recipes import (RERANKERS, RETRIEVERS, Recipe, learned, load_variants, profile_changes,
+                                     reranking_changes, training_steps, variant, variant_run)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -108,27 +108,26 @@ def test_the_teacher_takes_its_own_sizes(monkeypatch):
         recipes.reranking_run("de-softmax-ce", 13, sized)
 
 
-def test_library_variants_name_existing_configs():
-    variants = load_variants()
-    assert {"dpr", "taser", "shared", "seq-r-2", "tok-r-4"} <= set(variants)
-    for v in [*variants.values(), *load_variants(section="reranking").values()]:
-        assert v.config_path().is_file(), v
-    assert variant("tok-r-4").set == {"model": {"overrides": {"routing": "token", "num_experts": 4}}}
-    merged = variant("tok-r-4").load().model.overrides  # merged into the base config's own overrides
-    assert merged["routing"] == "token" and merged["num_experts"] == 4 and "shared_blocks" in merged
-    with pytest.raises(ConfigError, match="unknown variants entry 'nope'"):
+def test_the_recipes_name_existing_configs_and_make_their_changes():
+    retrievers = load_variants()
+    assert {"dpr", "taser", "shared", "seq-r-2", "tok-r-4"} <= set(retrievers) and retrievers is RETRIEVERS
+    for recipe in [*RETRIEVERS.values(), *RERANKERS.values()]:
+        assert recipe.config_path().is_file(), recipe
+    merged = variant("tok-r-4").load().model.overrides  # set in the base config's own overrides
+    assert merged["routing"] == TokenRouting.name and merged["num_experts"] == 4 and "shared_blocks" in merged
+    with pytest.raises(ConfigError, match="unknown variants recipe 'nope'"):
         variant("nope")
+    with pytest.raises(ConfigError, match="unknown recipe table 'retrievers'"):
+        load_variants("retrievers")
 
 
-def test_a_bad_variants_file_names_the_entry(tmp_path):
-    path = tmp_path / "v.yaml"
-    path.write_text(yaml.safe_dump({"variants": {"x": {"label": "X"}}}), encoding="utf-8")
-    with pytest.raises(FormatError, match=r"variants\.x"):
-        load_variants(path)
-    path.write_text(yaml.safe_dump({"variants": {"x": {"label": "X", "config": "c.yaml", "set": ["a=1"]}}}),
-                    encoding="utf-8")
-    with pytest.raises(FormatError, match=r"variants\.x\.set"):
-        load_variants(path)
+def test_a_recipe_is_checked_where_it_is_written():
+    """A routing that takes a fixed number of experts refuses another where the recipe is made, not when it
+    trains; a misspelt config field fails where the change is made."""
+    with pytest.raises(ConfigError, match="needs exactly 2 experts"):
+        learned("det-r-4", DeterministicRouting(), 4)
+    with pytest.raises(TypeError, match="lossname"):
+        Recipe("x", "X", "squad_open_distill.yaml", (changes.training(lossname="mse"),)).load()
 
 
 @pytest.fixture(scope="module")

@@ -74,8 +74,7 @@ def test_packaged_profiles_have_every_required_key():
 def test_profiles_file_is_package_data():
     assert PROFILES_FILE.parent == REPO / "taser_book"
     pyproject = (REPO / "pyproject.toml").read_text()
-    assert 'taser_book = ["*.yaml", "runs/*.yaml"]' in pyproject, \
-        "profiles.yaml and runs/variants.yaml must ship in the wheel"
+    assert 'taser_book = ["*.yaml"]' in pyproject, "profiles.yaml and pages.yaml must ship in the wheel"
 
 
 def test_parameter_override_order(tmp_path, monkeypatch):

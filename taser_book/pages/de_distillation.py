@@ -50,7 +50,7 @@ from ..tables.seeded import SeededModels
 from .common import PageResult, distill_params, questions_compared, teacher_line
 
 PAGE = "de_distillation"
-# our model names (the claims file's) for each entry of variants.yaml
+# our model names (the claims file's) for each re-ranking recipe (runs.recipes.RERANKERS)
 SHORT = {"de-one-hot": "de", "de-mse": "mse", "de-margin-mse": "margin-mse", "de-rankdistil-b": "rankdistil-b",
          "de-m3se": "m3se", "de-softmax-ce": "softmax-ce", "de-kl": "kl"}
 # the bars beside the paper's, in this order

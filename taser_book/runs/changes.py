@@ -64,20 +64,6 @@ class ModelOverrides:
         return f"model_overrides({_shown(self.values)})"
 
 
-@dataclass(frozen=True, eq=True)
-class Merged:
-    """Merge a nested mapping (a variant's `set:` in variants.yaml, as YAML reads it) into the config; the result is
-    built and checked like a config file (`config_from_dict`: types, unknown keys)."""
-
-    values: Mapping[str, Any]
-
-    def __call__(self, config: Any) -> Any:
-        return config_from_dict(_deep_merge(config_to_dict(config), self.values))
-
-    def __repr__(self) -> str:
-        return f"merged({dict(self.values)!r})"
-
-
 def model(**values: Any) -> Change:
     """Set fields of the config's `model` section (e.g. `name_or_path`, `arch`)."""
     return SetFields("model", values)
@@ -114,27 +100,12 @@ def model_overrides(**values: Any) -> Change:
     return ModelOverrides(values)
 
 
-def merged(values: Mapping[str, Any]) -> Change:
-    """Merge a nested mapping into the config (see `Merged`)."""
-    return Merged(values)
-
-
 def _with_section(config: Any, name: str, part: Any) -> Any:
     """A shallow copy of `config` with section `name` replaced. The section checks itself when it is replaced; the
     checks across sections (a group size within the candidates, say) run once on the whole config, in `apply` and
     when the run cache resolves it, so changes compose in any order."""
     out = copy.copy(config)
     object.__setattr__(out, name, part)
-    return out
-
-
-def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
     return out
 
 

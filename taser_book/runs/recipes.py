@@ -1,19 +1,22 @@
-"""Profile-sized training runs for the notebooks: a profile's parameters turned into one training config.
+"""Profile-sized training runs for the notebooks: the recipes, and a profile's parameters turned into one config.
 
 The notebooks of the TASER paper train the same handful of retrievers (DPR, TASER Det-R, TASER_Shared, the learned
-routers of Table A1) at the size of the profile they run under. This module is the one place that turns a
-profile's parameters (`taser_book/profiles.yaml`: model, pooling, precision, lengths, batch size, learning rate,
-n_train, epochs) into a training config object, changed with `dataclasses.replace` (`runs.changes`), so that every
-notebook asking for "DPR at cpu, seed 14" resolves to the same config and therefore to the same cached run
-(`runs.cache.trained_run`). A page's own changes (another dataset, a size, a regulariser) are `changes=`, typed
-functions of the config (`runs.changes`), never dotted strings.
+routers of Table A1), and those of "In defense of dual-encoders" a CA teacher and students distilled from it, at the
+size of the profile they run under. A recipe is Python: a base config of the repository's `configs/` and typed
+changes (`runs.changes`) that hold the routing strategy and the loss as objects, each turned into the name a config
+file holds (`SequenceRouting.name`, `M3SE.name`) where the change is made:
 
-    >>> from taser_book.runs.recipes import variant_runs
+    >>> from taser_book.runs.recipes import RERANKERS, RETRIEVERS, variant_runs
+    >>> RETRIEVERS["seq-r-2"].load().model.overrides
+    {'routing': 'sequence', 'num_experts': 2}
     >>> runs = variant_runs(["dpr", "taser"], seeds=[13, 14, 15], params=profile_params)   # trains each once
     >>> runs["taser"][0].load()
 
-The variants themselves are data: `variants.yaml` beside this module (a base config of the repository's `configs/`
-and the settings merged into it). How the profile maps onto the config:
+This module is the one place that turns a profile's parameters (`taser_book/profiles.yaml`: model, pooling,
+precision, lengths, batch size, learning rate, n_train, epochs) into changes of a recipe's config, so that every
+notebook asking for "DPR at cpu, seed 14" resolves to the same config and therefore to the same cached run
+(`runs.cache.trained_run`). A page's own changes (another dataset, a size, a regulariser) are `changes=`. How the
+profile maps onto the config:
 
 - `n_train` training questions for `epochs` epochs become `loop.max_steps = ceil(n_train * epochs / batch_size)`:
   the trainer shuffles the whole training set, so the run sees `n_train * epochs` seeded-random questions.
@@ -28,29 +31,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from taser_lib.errors import ConfigError, FormatError
+from taser_lib.errors import ConfigError
+from taser_lib.models.routing import Routing, SequenceRouting, TokenRouting
 from taser_lib.training.config import load_config
+from taser_lib.training.rerank_losses import (KLDistill, M3SE, MarginMSE, MSE, OneHot, RankDistilB, RerankLoss,
+                                              SoftmaxCEDistill)
 from . import changes as _changes
 from .cache import CachedRun, repository_root, trained_run
 from .changes import Change
 
-VARIANTS_FILE = Path(__file__).with_name("variants.yaml")
-
 
 @dataclass(frozen=True)
-class Variant:
-    """One trainable run: a base training config and the settings merged into it (`set`, nested as in the file)."""
+class Recipe:
+    """One trainable run: a training config of the repository's `configs/` (or an absolute path) and the changes
+    made to it. `label`: how tables and figures name it; `paper`: the row of the paper it stands for."""
 
     name: str
     label: str
     config: str
-    set: dict[str, Any] = field(default_factory=dict)
+    changes: tuple[Change, ...] = ()
     paper: str = ""
 
     def config_path(self, configs_dir: str | Path | None = None) -> Path:
@@ -61,47 +64,86 @@ class Variant:
         return folder / path
 
     def load(self, configs_dir: str | Path | None = None) -> Any:
-        """The variant's config object: its base config with its `set` merged in."""
+        """The recipe's config object: its base config with its changes made, checked as a whole."""
         config = load_config(self.config_path(configs_dir))
-        return _changes.merged(self.set)(config) if self.set else config
+        return _changes.apply(config, self.changes) if self.changes else config
 
 
 def _configs_dir() -> Path:
     root = repository_root() or repository_root(Path(__file__).parent)
     if root is None:
-        raise ConfigError("the variants' training configs live in the taser repository's configs/ folder; outside "
+        raise ConfigError("the recipes' training configs live in the taser repository's configs/ folder; outside "
                           "it pass configs_dir= (a folder holding squad_open_dpr.yaml, ...)")
     return root / "configs"
 
 
-def load_variants(path: str | Path = VARIANTS_FILE, section: str = "variants") -> dict[str, Variant]:
-    """The variants of a variants file (default: the library's) by name: its retrievers (`section="variants"`) or
-    its re-ranking runs (`"reranking"`); a bad entry names its file and key."""
-    path = Path(path)
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    entries = data.get(section) if isinstance(data, dict) else None
-    if not isinstance(entries, dict):
-        raise FormatError(path, None, section, f"expected a mapping '{section}: {{name: {{label, config, ...}}}}'")
-    variants = {}
-    for name, body in entries.items():
-        if not isinstance(body, dict) or "config" not in body or "label" not in body:
-            raise FormatError(path, None, f"{section}.{name}", "needs at least 'label' and 'config'")
-        unknown = set(body) - {"label", "config", "set", "paper"}
-        if unknown:
-            raise FormatError(path, None, f"{section}.{name}.{sorted(unknown)[0]}", "unknown key")
-        if not isinstance(body.get("set") or {}, dict):
-            raise FormatError(path, None, f"{section}.{name}.set", "expected a mapping nested as in the config file "
-                              "(e.g. {training: {loss: mse}})")
-        variants[name] = Variant(name=name, label=str(body["label"]), config=str(body["config"]),
-                                 set=dict(body.get("set") or {}), paper=str(body.get("paper", "")))
-    return variants
+def _table(*recipes: Recipe) -> dict[str, Recipe]:
+    return {recipe.name: recipe for recipe in recipes}
 
 
-def variant(name: str, section: str = "variants") -> Variant:
-    variants = load_variants(section=section)
-    if name not in variants:
-        raise ConfigError(f"unknown {section} entry {name!r}; known: {', '.join(variants)} ({VARIANTS_FILE})")
-    return variants[name]
+def learned(name: str, routing: Routing, experts: int) -> Recipe:
+    """TASER with learned routing (`routing`: Seq-R or Tok-R, Table A1) over `experts` expert FFNs."""
+    routing.check(experts)
+    return Recipe(name, f"{routing.label} I={experts}", "squad_open_taser.yaml",
+                  (_changes.model_overrides(routing=routing.name, num_experts=experts),),
+                  f"TASER {routing.label}, I = {experts}")
+
+
+# The retrievers the TASER notebooks train. Every notebook that names one at one profile and seed gets the same
+# cached run: Table 1, Table A1 and Table 2 share their DPR, TASER and TASER_Shared.
+RETRIEVERS: dict[str, Recipe] = _table(
+    Recipe("dpr", "DPR", "squad_open_dpr.yaml", paper="DPR (two towers, 2x BERT)"),
+    Recipe("shared", "TASER_Shared", "squad_open_shared.yaml", paper="TASER_Shared (one tower)"),
+    Recipe("taser", "TASER Det-R", "squad_open_taser.yaml", paper="TASER Det-R (Q-FFN / P-FFN, T = 2)"),
+    learned("seq-r-2", SequenceRouting(), 2),
+    learned("seq-r-4", SequenceRouting(), 4),
+    learned("tok-r-2", TokenRouting(), 2),
+    learned("tok-r-4", TokenRouting(), 4),
+)
+
+def student(arch: str, loss: RerankLoss, label: str) -> Recipe:
+    """A student of architecture `arch` (a `model.arch` of the distill config: the paper's DE is `shared`, one
+    tower) trained with `loss` on the CA teacher's candidates: `<arch>-<loss>`."""
+    name = f"{'de' if arch == 'shared' else arch}-{loss.name}"
+    return Recipe(name, label, "squad_open_distill.yaml",
+                  (_changes.model(arch=arch), _changes.training(loss=loss.name)))
+
+
+# Re-ranking runs (kinds cross-encoder and distill): the CA teacher of "In defense of dual-encoders" and students
+# distilled from it (`reranking_run`); a student's teacher is the `ca` run of the same profile.
+RERANKERS: dict[str, Recipe] = _table(
+    Recipe("ca", "CA (cross-attention teacher)", "squad_open_cross_encoder.yaml"),
+    student("taser", SoftmaxCEDistill(), "TASER Det-R, softmax CE from CA"),
+    student("taser", M3SE(), "TASER Det-R, M3SE from CA"),
+    student("taser", OneHot(), "TASER Det-R, one-hot (same groups, no teacher)"),
+    student("dpr", OneHot(), "DPR, one-hot (same groups, no teacher)"),
+    student("shared", OneHot(), "DE one-hot"),
+    student("shared", MSE(), "DE, MSE"),
+    student("shared", MarginMSE(), "DE, margin MSE"),
+    student("shared", M3SE(), "DE, M3SE"),
+    student("shared", SoftmaxCEDistill(), "DE, softmax CE"),
+    student("shared", KLDistill(), "DE, KL"),
+    student("shared", RankDistilB(), "DE, RankDistil-B"),
+    student("colbert", OneHot(), "ColBERT one-hot"),
+    student("colbert", SoftmaxCEDistill(), "ColBERT, softmax CE"),
+    student("colbert", M3SE(), "ColBERT, M3SE"),
+)
+
+SECTIONS = {"variants": RETRIEVERS, "reranking": RERANKERS}
+
+
+def load_variants(section: str = "variants") -> dict[str, Recipe]:
+    """The recipes by name: the retrievers (`section="variants"`) or the re-ranking runs (`"reranking"`)."""
+    if section not in SECTIONS:
+        raise ConfigError(f"unknown recipe table {section!r}; known: {', '.join(SECTIONS)}")
+    return SECTIONS[section]
+
+
+def variant(name: str, section: str = "variants") -> Recipe:
+    recipes = load_variants(section)
+    if name not in recipes:
+        raise ConfigError(f"unknown {section} recipe {name!r}; known: {', '.join(recipes)}")
+    return recipes[name]
 
 
 def training_steps(params: Mapping[str, Any]) -> int | None:
@@ -216,7 +258,7 @@ def reranking_changes(config: Any, params: Mapping[str, Any]) -> list[Change]:
 def reranking_run(name: str, seed: int, params: Mapping[str, Any], *, teacher: CachedRun | None = None,
                   changes: Sequence[Change] = (), runs_root: str | Path | None = None,
                   configs_dir: str | Path | None = None, progress: bool = True) -> CachedRun:
-    """The finished run of re-ranking entry `name` (variants.yaml `reranking`) at this profile and seed: the CA
+    """The finished run of re-ranking recipe `name` (`RERANKERS`) at this profile and seed: the CA
     teacher (`ca`) or a student distilled from `teacher` (a finished `ca` run; needed by every loss but one-hot
     and focal, and passed for those too so that a student's groups are the teacher's candidates); `changes`: the
     page's own (`runs.changes`), applied last.
