@@ -93,14 +93,15 @@ def module_at(path: str, sha256: str, beside: tuple[tuple[str, str], ...] = ()) 
             swapped.setdefault(old_name, importlib.import_module(new_name))
         current = {key: sys.modules.get(key) for key in swapped}
         sys.modules.update(swapped)
-        from taser_lib.training.config import KINDS
+        from taser_lib.training import config
 
-        kinds = dict(KINDS)  # an old trainer registers its kind at import: today's registrations stay
+        # an old trainer registered its kind at import (config.register_kind); the kinds are a table now
+        # (training.kinds), so the old registration does nothing
+        config.register_kind = lambda name, config_class, run: None
         try:
             exec(compile(source_at(path, sha256), path, "exec"), module.__dict__)
         finally:
-            KINDS.clear()
-            KINDS.update(kinds)
+            del config.register_kind
             for key, was in current.items():
                 if was is None:
                     sys.modules.pop(key, None)

@@ -19,7 +19,8 @@ from taser_book.cli import build_parser, main
 from taser_book.cli.train import SET_EXAMPLES
 from taser_lib.data.formats.beir import write_prepared
 from taser_lib.data.types import Dataset, Document, Query
-from taser_lib.training.config import apply_overrides, config_from_dict, config_to_dict, default_config
+from taser_lib.training.config import apply_overrides, config_to_dict
+from taser_lib.training.kinds import config_from_dict, default_config
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = [{"_id": f"d{i}", "title": f"T{i}", "text": f"passage number {i} about item {i}"} for i in range(4)]

@@ -228,7 +228,7 @@ def squad_sample(shared_data, tmp_path_factory):
 
 
 def test_a_seq_r_training_run_logs_its_routing_entropy_every_step(squad_sample, tmp_path, capfd):
-    from taser_lib.training.config import config_from_dict
+    from taser_lib.training.kinds import config_from_dict
     from taser_lib.training.retriever import train_retriever
 
     raw = tiny_config(make_tiny_bert(tmp_path / "tiny"), squad_sample, tmp_path / "run", max_steps=3)

@@ -22,7 +22,7 @@ from taser_lib.errors import ConfigError
 from taser_book.runs import cache
 from taser_lib.training import loop
 from taser_lib.training.checkpoint import checkpoint_name, list_checkpoints
-from taser_lib.training.config import config_from_dict
+from taser_lib.training.kinds import config_from_dict
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -341,7 +341,8 @@ def test_registered_datasets_are_keyed_by_what_training_reads(tmp_path, monkeypa
 
 
 def test_an_option_added_later_keeps_older_runs_keys_at_its_default(tmp_path, monkeypatch):
-    from taser_lib.training.config import config_to_dict, load_config
+    from taser_lib.training.config import config_to_dict
+    from taser_lib.training.kinds import load_config
     monkeypatch.setattr(cache, "data_fingerprint", lambda data, hashes: {})  # the config alone decides here
     hashes = cache._HashCache(tmp_path / "fingerprints.json")
     config = load_config(Path(__file__).resolve().parents[1] / "configs" / "squad_open_distill.yaml")

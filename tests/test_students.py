@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from taser_lib.errors import ConfigError, TaserError
-from taser_lib.training.config import load_config
+from taser_lib.training.kinds import load_config
 from taser_book.runs.cache import resolve_config
 from taser_book.runs import changes
 from taser_book.runs.students import hub_name, parse_size, size_changes

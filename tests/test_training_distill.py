@@ -18,7 +18,8 @@ from taser_lib.errors import ConfigError, FormatError
 from taser_lib.evaluation.records import read_per_query
 from taser_lib.losses import m3se, margin_mse, softmax_ce_distill
 from taser_lib.models import ColbertModel, DenseEncoder, TaserModel, load_tokenizer
-from taser_lib.training.config import CrossEncoderModelConfig, discover_kinds, load_config, to_yaml
+from taser_lib.training.config import CrossEncoderModelConfig, to_yaml
+from taser_lib.training.kinds import KINDS, get_kind, load_config
 from taser_lib.training.cross_encoder import CrossEncoderRunConfig, run_cross_encoder
 from taser_lib.training.distill import (LOSSES, STUDENT, DistillRunConfig, DistillTraining, dual_encoder_batches,
                                         dual_encoder_loss, evaluate_dual_encoder, extra_teacher_score, query_loss,
@@ -247,21 +248,18 @@ def test_a_projected_student_starts_from_its_seed_not_from_the_global_random_sta
 
 # --- the config kinds -------------------------------------------------------------------------------------------
 
-def test_the_kinds_table_names_each_kind_and_the_module_that_registers_it():
-    from taser_lib.training.config import KIND_MODULES, get_kind
+def test_the_kinds_table_names_each_kind_its_config_and_its_trainer():
+    from taser_lib.training import cross_encoder, distill, mining
 
-    kinds = discover_kinds()
-    assert set(kinds) == set(KIND_MODULES) == {"retriever", "cross-encoder", "distill"}
-    for name, module in KIND_MODULES.items():
-        assert get_kind(name).run.__module__ == f"taser_lib.training.{module}"
+    assert {name: (k.config_class, k.run) for name, k in KINDS.items()} == {
+        "retriever": (mining.TrainConfig, mining.run_retriever),
+        "cross-encoder": (CrossEncoderRunConfig, cross_encoder.run_cross_encoder),
+        "distill": (DistillRunConfig, distill.run_distill)}
     with pytest.raises(ConfigError, match="known: cross-encoder, distill, retriever"):
         get_kind("colbert")
 
 
 def test_example_configs_load(tmp_path):
-    kinds = discover_kinds()
-    assert kinds["cross-encoder"].config_class is CrossEncoderRunConfig
-    assert kinds["distill"].config_class is DistillRunConfig
     ca = load_config(REPO / "configs" / "squad_open_cross_encoder.yaml")
     de = load_config(REPO / "configs" / "squad_open_distill.yaml")
     assert isinstance(ca, CrossEncoderRunConfig) and isinstance(de, DistillRunConfig)

@@ -19,9 +19,8 @@ from taser_lib.data.types import Document, Query
 from taser_lib.errors import ConfigError, FormatError
 from taser_lib.models import TaserModel, build_model, load_encoder, load_model, load_tokenizer
 from taser_lib.training import retriever as R
-from taser_lib.training.config import (
-    DataSource, RetrieverDataConfig, TrainConfig, config_from_dict, default_yaml, load_config,
-)
+from taser_lib.training.config import DataSource, RetrieverDataConfig, TrainConfig
+from taser_lib.training.kinds import config_from_dict, default_yaml, load_config
 from taser_lib.training.mining import train_with_mined_negatives, with_mined_negatives
 
 pytestmark = pytest.mark.usefixtures("one_thread")

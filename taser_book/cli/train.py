@@ -56,7 +56,7 @@ def register(subparsers) -> None:
 
 def _train(args: argparse.Namespace) -> int:
     from taser_lib.errors import ConfigError
-    from taser_lib.training.config import default_yaml, get_kind, load_config
+    from taser_lib.training.kinds import default_yaml, train
     from taser_lib.training.distributed import destroy_distributed, init_distributed, is_main_process
 
     if args.print_config:
@@ -72,7 +72,7 @@ def _train(args: argparse.Namespace) -> int:
     distributed = init_distributed()  # under torchrun: join the process group (DDP); else a no-op
     main = is_main_process()
     try:
-        result = get_kind(config.kind).run(config)
+        result = train(config)
     finally:
         if distributed:
             destroy_distributed()
@@ -125,7 +125,8 @@ def beir_data_overrides(folder: str) -> list[str]:
 
 def _config(args: argparse.Namespace):
     """The config of --config (or, with --data alone, the retriever defaults of --arch), --set applied."""
-    from taser_lib.training.config import apply_overrides, config_from_dict, config_to_dict, default_config, load_config
+    from taser_lib.training.config import apply_overrides, config_to_dict
+    from taser_lib.training.kinds import config_from_dict, default_config, load_config
 
     if args.config:
         return load_config(args.config, output_dir=args.output_dir, overrides=args.overrides)

@@ -58,7 +58,8 @@ from taser_lib.errors import ConfigError
 from taser_lib.io import atomic_write_json, atomic_write_text
 from taser_lib.meta import run_metadata
 from taser_lib.export.card import refresh_model_cards
-from taser_lib.training.config import apply_overrides, config_from_dict, config_to_dict, get_kind, load_config, to_yaml
+from taser_lib.training.config import apply_overrides, config_to_dict, to_yaml
+from taser_lib.training.kinds import config_from_dict, get_kind, load_config
 from taser_lib.training.distributed import all_gather_objects, barrier, is_main_process
 from taser_lib.training.loop import TrainResult
 

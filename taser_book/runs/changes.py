@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from taser_lib.errors import ConfigError
-from taser_lib.training.config import config_from_dict, config_to_dict
+from taser_lib.training.config import config_to_dict
+from taser_lib.training.kinds import config_from_dict
 
 Change = Callable[[Any], Any]
 """A training config object in, a changed copy out (the classes below are the ones the book uses; any function of

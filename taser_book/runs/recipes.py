@@ -37,7 +37,7 @@ from typing import Any
 
 from taser_lib.errors import ConfigError
 from taser_lib.models.routing import Routing, SequenceRouting, TokenRouting
-from taser_lib.training.config import load_config
+from taser_lib.training.kinds import load_config
 from taser_lib.training.rerank_losses import (KLDistill, M3SE, MarginMSE, MSE, OneHot, RankDistilB, RerankLoss,
                                               SoftmaxCEDistill)
 from . import changes as _changes

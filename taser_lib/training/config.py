@@ -1,12 +1,12 @@
 """Training configs for `taser train --config FILE`: YAML files mapped onto dataclasses, every default visible.
 
-A config file has a `kind` (default ``retriever``) and the sections that kind's dataclass declares. Each kind is
-registered with `register_kind(kind, config_class, run)`; `run(config) -> TrainResult` trains. The retriever kind
-(``retriever``: DPR, TASER with any routing, TASER_Shared or ColBERT, optionally with TASER App. B hard-negative
-mining) is defined here and registered by `taser_lib.training.mining`; other trainers register their own kinds from
-their own modules in this package (`discover_kinds` imports every module of `taser_lib.training`, so a new module that
-calls `register_kind` at import needs no edit here). Their config dataclasses reuse `ModelConfig` and `LoopConfig`.
+A config file has a `kind` (default ``retriever``) and the sections that kind's dataclass declares. This module
+defines the retriever kind's dataclasses (``retriever``: DPR, TASER with any routing, TASER_Shared or ColBERT,
+optionally with TASER App. B hard-negative mining), the sections the other kinds reuse (`ModelConfig`, `LoopConfig`)
+and how plain data becomes a dataclass. The kinds themselves, each a config class and the function that trains it,
+are one table in `taser_lib.training.kinds`, which also reads and writes config files:
 
+    >>> from taser_lib.training.kinds import default_yaml, load_config
     >>> config = load_config("configs/squad_open_taser.yaml")          # errors name file, line and key
     >>> print(default_yaml("retriever"))                                # the full default config, commented
 
@@ -22,12 +22,10 @@ the file, the line and the dotted key. One tolerance: a float field accepts a nu
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
@@ -190,7 +188,7 @@ class MiningConfig:
 class TrainConfig:
     """A retriever training run (`kind: retriever`)."""
 
-    kind: str = _help("what to train: retriever | the kinds other trainers register", default="retriever")
+    kind: str = _help("what to train: retriever | cross-encoder | distill (training.kinds)", default="retriever")
     model: ModelConfig = field(default_factory=ModelConfig)
     data: RetrieverDataConfig = field(default_factory=RetrieverDataConfig)
     loop: LoopConfig = field(default_factory=lambda: LoopConfig(output_dir="runs/retriever"))
@@ -209,52 +207,6 @@ class TrainConfig:
 
 
 LOOP_HELP = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(LoopConfig)}  # from the fields
-
-
-# --- kinds -----------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Kind:
-    name: str
-    config_class: type
-    run: Callable[[Any], Any]
-
-
-KINDS: dict[str, Kind] = {}
-
-
-def register_kind(name: str, config_class: type, run: Callable[[Any], Any]) -> None:
-    """Make `kind: name` loadable (into `config_class`, a dataclass with a `kind` and a `loop: LoopConfig` field)
-    and runnable (`run(config) -> TrainResult`)."""
-    if not dataclasses.is_dataclass(config_class):
-        raise TypeError(f"{config_class} is not a dataclass")
-    fields = {f.name for f in dataclasses.fields(config_class)}
-    if not {"kind", "loop"} <= fields:
-        raise TypeError(f"{config_class.__name__} needs 'kind' and 'loop' fields")
-    KINDS[name] = Kind(name, config_class, run)
-
-
-# The training kinds, each with the module of taser_lib.training that defines its runner and registers it there
-# (`register_kind` at the module's end). `retriever` runs in `mining`: one run, or TASER App. B's two rounds.
-KIND_MODULES: dict[str, str] = {
-    "retriever": "mining",
-    "cross-encoder": "cross_encoder",
-    "distill": "distill",
-}
-
-
-def discover_kinds() -> dict[str, Kind]:
-    """Import the module of every kind of KIND_MODULES (each registers its own); return the registry."""
-    for module in KIND_MODULES.values():
-        importlib.import_module(f"{__package__}.{module}")
-    return KINDS
-
-
-def get_kind(name: str) -> Kind:
-    if name not in KIND_MODULES:
-        raise ConfigError(f"unknown training kind {name!r}; known: {', '.join(sorted(KIND_MODULES))}")
-    importlib.import_module(f"{__package__}.{KIND_MODULES[name]}")
-    return KINDS[name]
 
 
 # --- YAML <-> dataclasses --------------------------------------------------------------------------------------
@@ -365,21 +317,6 @@ class _Builder:
         raise self.error(key, f"unsupported type {hint}")
 
 
-def config_from_dict(data: dict[str, Any], path: str = "<config>", lines: dict[str, int] | None = None) -> Any:
-    """The config object of `data["kind"]` (default retriever) built from plain data."""
-    builder = _Builder(path, lines or {})
-    if not isinstance(data, dict):
-        raise builder.error("", "a training config must be a mapping")
-    kind_name = data.get("kind", "retriever")
-    if not isinstance(kind_name, str):
-        raise builder.error("kind", f"expected a string, got {kind_name!r}")
-    try:
-        kind = get_kind(kind_name)
-    except ConfigError as err:
-        raise builder.error("kind", str(err)) from None
-    return builder.dataclass_(kind.config_class, data, "")
-
-
 def apply_overrides(data: dict[str, Any], overrides: Sequence[str], lines: dict[str, int]) -> None:
     """Set `dotted.key=value` overrides (each value read as YAML: `null`, `32`, `[1, 5]`) in the config's plain
     data, in place. An overridden key loses its file line (in `lines`), so a bad value is reported as given by
@@ -404,34 +341,6 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str], lines: dict[
         for known in [k for k in lines if k.startswith(key + ".") or k.startswith(key + "[")]:
             del lines[known]
         lines[key] = SET_BY_OVERRIDE
-
-
-def load_config(path: str | Path, output_dir: str | None = None, overrides: Sequence[str] = ()) -> Any:
-    """Read a YAML training config (strict: see the module docstring); `output_dir` overrides loop.output_dir and
-    `overrides` (`dotted.key=value`, see `apply_overrides`) any other field."""
-    from ..data.text import read_text  # strict UTF-8: an undecodable line is a FormatError naming it
-
-    path = Path(path)
-    try:
-        text = read_text(path)
-    except OSError as err:
-        raise ConfigError(f"cannot read the training config {path}: {err}") from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise FormatError(path, mark.line + 1 if mark else None, None, f"invalid YAML: {err}") from None
-    data = data if data is not None else {}
-    lines = _key_lines(node) if node else {}
-    if overrides:
-        if not isinstance(data, dict):
-            raise FormatError(path, None, None, "a training config must be a mapping")
-        apply_overrides(data, overrides, lines)
-    config = config_from_dict(data, str(path), lines)
-    if output_dir is not None:
-        config.loop.output_dir = str(output_dir)
-    return config
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
@@ -489,21 +398,3 @@ def to_yaml(config: Any) -> str:
     out: list[str] = []
     _emit(config, 0, out)
     return "\n".join(out) + "\n"
-
-
-def default_config(kind: str = "retriever", arch: str | None = None) -> Any:
-    """`kind`'s default config; with `arch`, its model section builds that architecture instead."""
-    config = get_kind(kind).config_class()
-    if arch is not None:
-        if not isinstance(getattr(config, "model", None), ModelConfig):
-            raise ConfigError(f"kind {kind!r} has no model section with an arch")
-        model = dataclasses.replace(config.model, arch=arch, overrides={})
-        config = dataclasses.replace(config, model=model)
-    return config
-
-
-def default_yaml(kind: str = "retriever", arch: str | None = None) -> str:
-    """Every field of `kind`'s config with its default and a comment (the model fields of `arch`, default: the
-    kind's own default arch)."""
-    header = f"# taser train --config FILE: defaults of kind '{kind}'" + (f", arch '{arch}'" if arch else "")
-    return header + "\n" + to_yaml(default_config(kind, arch))

@@ -35,7 +35,7 @@ from ..io import atomic_dir
 from ..losses import softmax_ce
 from ..meta import run_metadata
 from ..models import CrossEncoderModel, build_model, default_device, load_tokenizer, quiet_loading
-from .config import CrossEncoderModelConfig, _help, register_kind
+from .config import CrossEncoderModelConfig, _help
 from .loop import LoopConfig, TrainResult, run_training, seed_everything
 from .reranking import (CANDIDATE_CAPPED, GroupBatches, RerankingDataConfig, RerankingSet, passage_text,
                         sample_group)
@@ -332,5 +332,3 @@ def run_cross_encoder(config: CrossEncoderRunConfig, progress: bool = True) -> T
         record_test_split(result, config.loop.output_dir, test, scores, model="cross-encoder")
     return result
 
-
-register_kind("cross-encoder", CrossEncoderRunConfig, run_cross_encoder)

@@ -43,7 +43,7 @@ from ..errors import ConfigError
 from ..evaluation.reranking import rerank_metrics, rerank_per_query
 from ..losses import input_token_dropout, joint_loss, mlm_mask
 from ..models import CrossEncoderModel, DenseEncoder, TokenReps, default_device, load_model, load_tokenizer
-from .config import ModelConfig, _help, register_kind
+from .config import ModelConfig, _help
 from .cross_encoder import (TeacherScores, check_select_metric, quiet_unless_progress, record_test_split,
                             score_and_cache_teacher)
 from .loop import LoopConfig, TrainResult, run_training, seed_everything, unwrap_model
@@ -484,5 +484,3 @@ def run_distill(config: DistillRunConfig, progress: bool = True) -> TrainResult:
                           model=f"dual-encoder ({config.training.loss})")
     return result
 
-
-register_kind("distill", DistillRunConfig, run_distill)

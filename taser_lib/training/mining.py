@@ -28,7 +28,7 @@ from ..meta import run_metadata
 from ..models import DenseEncoder, load_model, load_tokenizer
 from ..retrieval.dense import DenseIndex, dense_search, encode_corpus_to_shards
 from ..retrieval.negatives import mine_hard_negatives
-from .config import TrainConfig, register_kind
+from .config import TrainConfig
 from .loop import TrainResult
 from .retriever import TrainingSet, load_training_sets, train_retriever
 
@@ -126,5 +126,3 @@ def run_retriever(config: TrainConfig, progress: bool = True) -> TrainResult:
         return train_with_mined_negatives(config, progress=progress)
     return train_retriever(config, progress=progress)
 
-
-register_kind("retriever", TrainConfig, run_retriever)
