@@ -19,8 +19,8 @@ Each loss has one spelling from notebook to object, with hyphens (`softmax-ce`):
 architecture and that spelling (`de-softmax-ce`, `colbert-one-hot`), and the old underscore spelling of a config
 file (`softmax_ce`) is an error that names the new one.
 
-`RERANK_LOSSES` is the table of names, each entry registered by its class below; `DistillTraining.objective` turns
-a config's `loss:` into the object once, and the trainer asks the object, never the name.
+`RERANK_LOSSES` is the one table of names, after the classes; `DistillTraining.objective` turns a config's `loss:`
+into the object once, and the trainer asks the object, never the name.
 """
 
 from __future__ import annotations
@@ -36,14 +36,6 @@ from ..losses import focal_loss, kl_distill, m3se, margin_mse, mse, rankdistil_b
 # Extras for softmax-ce / kl sit this many temperatures below the lowest teacher score: no teacher probability mass
 # (the teacher's distribution is over its own candidates).
 NO_MASS = 100.0
-
-RERANK_LOSSES: dict[str, type[RerankLoss]] = {}
-
-
-def _register(cls: type[RerankLoss]) -> type[RerankLoss]:
-    RERANK_LOSSES[cls.name] = cls
-    return cls
-
 
 @dataclass(frozen=True)
 class RerankLoss:
@@ -62,7 +54,6 @@ class RerankLoss:
         return t.min()
 
 
-@_register
 @dataclass(frozen=True)
 class OneHot(RerankLoss):
     """Softmax CE on the one positive, with label smoothing `label_smoothing` (DE Eq. 1, Table 8)."""
@@ -79,7 +70,6 @@ class OneHot(RerankLoss):
         return softmax_ce(s, torch.zeros(1, dtype=torch.long, device=s.device), alpha=self.label_smoothing)
 
 
-@_register
 @dataclass(frozen=True)
 class Focal(RerankLoss):
     """The focal loss on the one positive (a regulariser of DE Table 9)."""
@@ -96,7 +86,6 @@ class Focal(RerankLoss):
         return focal_loss(s, torch.zeros(1, dtype=torch.long, device=s.device), gamma=self.focal_gamma)
 
 
-@_register
 @dataclass(frozen=True)
 class MSE(RerankLoss):
     """Logit matching (DE §4.1)."""
@@ -107,7 +96,6 @@ class MSE(RerankLoss):
         return mse(s, t)
 
 
-@_register
 @dataclass(frozen=True)
 class MarginMSE(RerankLoss):
     """Margin MSE, multi-positive form (DE Eq. 3)."""
@@ -118,7 +106,6 @@ class MarginMSE(RerankLoss):
         return margin_mse(s, t, positives)
 
 
-@_register
 @dataclass(frozen=True)
 class M3SE(RerankLoss):
     """Multi-margin MSE (DE Eq. 4)."""
@@ -142,7 +129,6 @@ class _Softmax(RerankLoss):
         return t.min() - NO_MASS * self.tau
 
 
-@_register
 @dataclass(frozen=True)
 class SoftmaxCEDistill(_Softmax):
     """Softmax CE against the teacher's softmax at temperature `tau` (DE Eq. 1 with soft labels)."""
@@ -153,7 +139,6 @@ class SoftmaxCEDistill(_Softmax):
         return softmax_ce_distill(s, t, tau=self.tau, tau_squared=self.tau_squared)
 
 
-@_register
 @dataclass(frozen=True)
 class KLDistill(_Softmax):
     """KL from the teacher's softmax to the student's at temperature `tau` (DE Table 12)."""
@@ -164,7 +149,6 @@ class KLDistill(_Softmax):
         return kl_distill(s, t, tau=self.tau, tau_squared=self.tau_squared)
 
 
-@_register
 @dataclass(frozen=True)
 class RankDistilB(RerankLoss):
     """Binary RankDistil (DE §4.3): negatives pushed below `gamma0`."""
@@ -174,6 +158,11 @@ class RankDistilB(RerankLoss):
 
     def __call__(self, s, t, positives):
         return rankdistil_b(s, t, positives, gamma0=self.gamma0)
+
+
+# The one table from a config's `training.loss` to its class, in the order the classes are defined above.
+RERANK_LOSSES: dict[str, type[RerankLoss]] = {cls.name: cls for cls in (
+    OneHot, Focal, MSE, MarginMSE, M3SE, SoftmaxCEDistill, KLDistill, RankDistilB)}
 
 
 def settings_of(name: str) -> dict[str, Any]:

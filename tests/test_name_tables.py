@@ -1,5 +1,7 @@
-"""The training kinds are one table (issue 49, item 3: names only at the edge), a result-preserving change.
+"""The training kinds and the re-ranking losses are one table each (issue 49, item 3: names only at the edge), changes
+that keep every result.
 
+**The kinds.**
 Before, each trainer registered its kind when its module was imported (`register_kind(...)` at the module's end), and
 `training.config.get_kind` imported a trainer's module by name (`KIND_MODULES`) to find it. Now `training.kinds` holds
 the table (`KINDS`: name, config class, trainer), `get_kind`, `train`, and the four functions that need the table,
@@ -17,6 +19,11 @@ its version `from` read this way (both versions from git by their digests, so th
 
 `test_the_table_holds_what_the_trainers_registered` shows the table is the registry the old trainers filled: the same
 names, config classes and trainers, and the same answer for a name it does not know.
+
+**The losses.** Each loss class registered itself in `RERANK_LOSSES` through a decorator (`@_register`); now the
+table is one literal after the classes. `test_the_losses_are_their_code_before_the_table`: the file is its version
+before without the decorator, its function and the empty table, and the table names the same classes in the same
+order (the order `training.distill` lists the names and the settings in).
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ from taser_lib.errors import ConfigError
 from taser_lib.training.kinds import KINDS, get_kind
 
 REPO = Path(__file__).resolve().parents[1]
-TEST = "tests/test_kinds_table.py::test_each_file_is_its_code_before_the_table"
+TEST = "tests/test_name_tables.py::test_each_file_is_its_code_before_the_table"
+LOSS_TEST = "tests/test_name_tables.py::test_the_losses_are_their_code_before_the_table"
+LOSSES_FILE = "taser_lib/training/rerank_losses.py"
 CONFIG, KINDS_FILE = "taser_lib/training/config.py", "taser_lib/training/kinds.py"
 MOVED = ("config_from_dict", "load_config", "default_config", "default_yaml")
 REGISTRY = ("Kind", "KINDS", "register_kind", "KIND_MODULES", "discover_kinds", "get_kind")
@@ -50,9 +59,9 @@ CONFIG_EDITS = (
 )
 
 
-def _entries() -> list[dict]:
+def _entries(test: str = TEST) -> list[dict]:
     entries = yaml.safe_load((REPO / PRESERVING_CHANGES).read_text(encoding="utf-8")) or []
-    return [e for e in entries if e.get("shown_by") == TEST]
+    return [e for e in entries if e.get("shown_by") == test]
 
 
 def _top_level(source: str) -> dict[str, ast.stmt]:
@@ -131,6 +140,21 @@ def test_the_table_holds_what_the_trainers_registered():
     assert set(old_modules) == set(KINDS)
     with pytest.raises(ConfigError, match=re.escape(f"known: {', '.join(sorted(old_modules))}")):
         get_kind("colbert")
+
+
+@pytest.mark.parametrize("entry", _entries(LOSS_TEST), ids=lambda e: e["file"])
+def test_the_losses_are_their_code_before_the_table(entry):
+    assert entry["file"] == LOSSES_FILE
+    before, after = source_at(LOSSES_FILE, entry["from"]), source_at(LOSSES_FILE, entry["to"])
+    registered = [node.name for node in ast.parse(before).body if isinstance(node, ast.ClassDef)
+                  and any(getattr(d, "id", None) == "_register" for d in node.decorator_list)]
+    (table,) = [node for node in ast.parse(after).body if isinstance(node, ast.AnnAssign)
+                and node.target.id == "RERANK_LOSSES"]
+    assert [e.id for e in table.value.generators[0].iter.elts] == registered and len(registered) == 8
+    assert before.count("@_register\n") == len(registered)
+    old = _without(before.replace("@_register\n", ""), ("RERANK_LOSSES", "_register"))
+    new = _without(after, ("RERANK_LOSSES",))
+    assert test_moves.canonical(old, LOSSES_FILE) == test_moves.canonical(new, LOSSES_FILE)
 
 
 def test_the_reading_sees_a_change_beyond_the_declared_ones():
