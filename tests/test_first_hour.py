@@ -5,6 +5,7 @@ hub name, and the data mirror found beside the checkout."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 import subprocess
@@ -158,3 +159,31 @@ def test_a_plain_shell_without_the_export_line_finds_the_mirror():
     out = subprocess.run([sys.executable, "-c", "from taser_lib.datasets.fetch import resolve_mirror; print(resolve_mirror())"],
                          env=env, capture_output=True, text=True, check=True, cwd="/").stdout.strip()
     assert Path(out).resolve() == beside.resolve()
+
+
+def test_import_taser_lib_is_enough_for_auto_model(tmp_path):
+    """A user's script: `import taser_lib`, then transformers' AutoModel on a folder the library saved. Importing
+    taser_lib imports no torch; the classes register once transformers is imported, in either order."""
+    TaserModel.from_bert("tiny", routing="sequence", num_experts=2).save_pretrained(tmp_path / "saved")
+    script = ("import sys\nimport taser_lib\nprint('torch' in sys.modules, 'transformers' in sys.modules)\n"
+              "from transformers import AutoConfig, AutoModel\n"
+              f"model = AutoModel.from_pretrained({str(tmp_path / 'saved')!r})\n"
+              "print(type(model).__name__, model.config.routing, AutoConfig.for_model('taser').__class__.__name__)\n")
+    for first in ("", "import transformers\n"):
+        out = subprocess.run([sys.executable, "-c", first + script], capture_output=True, text=True, cwd=tmp_path,
+                             env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert out.returncode == 0, out.stderr[-2000:]
+        lines = out.stdout.split("\n")
+        assert lines[0] == ("False False" if not first else "True True")
+        assert lines[1] == "TaserModel sequence TaserConfig"
+
+
+def test_every_page_imported_the_models_anyway():
+    """Why registering at `import transformers` keeps every result: each committed result recorded
+    taser_lib/models/__init__.py among the files it loaded, so each imported the models (and registered them)
+    already; now that import comes when transformers does."""
+    metas = sorted(REPO.glob("results/*/*/meta.json"))
+    assert metas
+    missing = [m.parent.name for m in metas
+               if "taser_lib/models/__init__.py" not in json.loads(m.read_text(encoding="utf-8")).get("library_files", {})]
+    assert not missing, missing
