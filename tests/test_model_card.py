@@ -65,7 +65,7 @@ def trained_run(tmp_path_factory):
     bert = make_tiny_bert(root / "bert")
     model = build_model("taser", bert, routing="deterministic")
     steps = iter(range(100))
-    config = LoopConfig(output_dir=str(root / "run"), max_steps=4, eval_every=2, checkpoint_every=2, lr=1e-3,
+    config = LoopConfig(output_dir=str(root / "run"), max_steps=4, eval_every=2, checkpoint_every=2, learning_rate=1e-3,
                         select_metric="R@20", log_every=1)
     run_training(model, loss_fn, Batches(), config, evaluate=lambda m: {"R@20": float(next(steps))},
                  tokenizer=load_tokenizer(bert), fingerprint=TRAINING_CONFIG, progress=False)

@@ -146,7 +146,7 @@ def test_training_runs_the_forward_at_its_precision_and_records_it(precision, tm
         hidden = m(input_ids=batch["input_ids"]).last_hidden_state
         return (hidden.float()[:, 0] - 1).pow(2).mean(), {}
 
-    config = LoopConfig(output_dir=str(tmp_path / "run"), max_steps=2, precision=precision, lr=1e-3,
+    config = LoopConfig(output_dir=str(tmp_path / "run"), max_steps=2, precision=precision, learning_rate=1e-3,
                         checkpoint_every=2, eval_every=2)
     run_training(model, loss_fn, Batches(), config, progress=False)
     assert set(seen) == {torch.bfloat16 if precision == "bf16" else torch.float32}

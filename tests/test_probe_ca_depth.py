@@ -26,12 +26,12 @@ def test_the_probe_trains_the_pages_ca_then_one_with_the_loop_changed(runs_dir, 
     page = capsys.readouterr().out
     assert "2-layer CA, loop as the page" in page and "test MRR@10" in page and "BM25" in page
     assert "scores under another question" in page and "Spearman with its own" in page
-    assert probe_ca_depth.main(["--profile", "smoke", "--layers", "2", "--set", "lr=1e-3"]) == 0
+    assert probe_ca_depth.main(["--profile", "smoke", "--layers", "2", "--set", "learning_rate=1e-3"]) == 0
     changed = capsys.readouterr().out
-    assert "'lr': 0.001" in changed
+    assert "'learning_rate': 0.001" in changed
     runs = sorted(p for p in runs_dir.glob("cross-encoder-*") if p.is_dir())
     assert len(runs) == 2  # another configuration, another run; the page's one is not touched
-    lrs = {json.loads((r / "fingerprint.json").read_text())["config"]["loop"]["lr"] for r in runs}
+    lrs = {json.loads((r / "fingerprint.json").read_text())["config"]["loop"]["lr"] for r in runs}  # the key keeps the old name
     assert 1e-3 in lrs and len(lrs) == 2
     layers = {json.loads((r / "fingerprint.json").read_text())["config"]["model"]["overrides"]["num_hidden_layers"]
               for r in runs}
@@ -42,4 +42,4 @@ def test_bad_arguments_say_what_is_wrong(runs_dir):
     with pytest.raises(SystemExit, match="no size of 3 layers"):
         probe_ca_depth.main(["--profile", "smoke", "--layers", "3"])
     with pytest.raises(SystemExit, match="KEY=VALUE"):
-        probe_ca_depth.main(["--profile", "smoke", "--set", "lr"])
+        probe_ca_depth.main(["--profile", "smoke", "--set", "learning_rate"])

@@ -2,7 +2,8 @@
 sized by every profile of `profiles.yaml` (retrievers also with TASER App. B's mining), resolves to the config it
 resolved to when the recipes were data (`variants.yaml`, at b41622a). The saved forms are in
 `tests/data/recipe_configs.json`, written by that revision's code (`python tests/test_recipe_keys.py --write` there);
-the run cache keys a run by its resolved config, so equal saved forms are equal run keys and no run retrains."""
+the run cache keys a run by its resolved config as `runs.cache.key_form` reads it (a renamed option under the name
+runs were keyed by: `loop.learning_rate` as `lr`), so equal key forms are equal run keys and no run retrains."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 import taser_book.runs.recipes as recipes
+from taser_book.runs.cache import key_form
 from git_versions import source_at
 from taser_book.profiles import load_profiles, profile_parameters
 from taser_lib.training.config import config_to_dict
@@ -50,7 +52,7 @@ def test_every_recipe_gives_the_config_it_gave_as_data(monkeypatch):
     before = json.loads(SAVED.read_text(encoding="utf-8"))
     now = saved_forms(monkeypatch)
     assert sorted(now) == sorted(before)
-    changed = [key for key in before if now[key] != before[key]]
+    changed = [key for key in before if key_form(now[key]) != key_form(before[key])]
     assert not changed, f"{len(changed)} recipes resolve differently, first {changed[0]}"
 
 

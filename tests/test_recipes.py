@@ -41,7 +41,7 @@ def _sized(name, section, to_apply):
 def test_profile_changes_map_each_parameter():
     config = _sized("taser", "variants", profile_changes({**PARAMS, "model": "default", "n_queries": 20}))
     assert config.model.name_or_path == "default"
-    assert (config.loop.max_steps, config.loop.batch_size, config.loop.lr) == (3, 8, 0.001)
+    assert (config.loop.max_steps, config.loop.batch_size, config.loop.learning_rate) == (3, 8, 0.001)
     assert config.data.max_passage_length == 64 and config.data.dev_questions == 20
     own = variant("taser").load().data.dev_corpus_sample
     assert config.data.dev_corpus_sample == own  # null n_docs keeps the config's own sample

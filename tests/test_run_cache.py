@@ -107,7 +107,7 @@ def test_key_follows_what_changes_the_model(setup, tmp_path):
         config["loop"][field] = value
         assert cache.run_location(config, runs_root=runs) == base, field
     # a training field, the seed or an override: another run
-    assert cache.run_location(small(setup, lr=2e-3), runs_root=runs) != base
+    assert cache.run_location(small(setup, learning_rate=2e-3), runs_root=runs) != base
     assert cache.run_location(small(setup), seed=7, runs_root=runs) != base
     assert cache.run_location(small(setup), overrides=["data.hard_negatives=0"], runs_root=runs) != base
 
@@ -338,6 +338,23 @@ def test_registered_datasets_are_keyed_by_what_training_reads(tmp_path, monkeypa
     # a raw registered dataset: its registered sha256s
     wikiqa = fingerprint({"format": "beir", "split": "train", "path": "wikiqa"})["dataset:wikiqa"]
     assert wikiqa["files_sha256"] == {f.path: f.sha256 for f in registry.get("wikiqa").files}
+
+
+def test_a_renamed_option_keeps_the_key_and_an_older_run_reads_back(tmp_path, monkeypatch):
+    """`loop.lr` became `loop.learning_rate` (transformers' spelling): the key keeps the old name, so every run cached
+    before is found, and its saved config (with `lr`) reads back as the config it is now."""
+    from taser_lib.training.config import config_to_dict
+    from taser_lib.training.kinds import load_config
+    monkeypatch.setattr(cache, "data_fingerprint", lambda data, hashes: {})
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "squad_open_distill.yaml")
+    key, material = cache.run_key(config, cache._HashCache(tmp_path / "fingerprints.json"))
+    keyed = material["config"]["loop"]
+    assert keyed["lr"] == config.loop.learning_rate and "learning_rate" not in keyed
+    older = config_to_dict(config)
+    older["loop"]["lr"] = older["loop"].pop("learning_rate")  # what a run cached before the rename saved
+    assert cache.key_form(older) == cache.key_form(config_to_dict(config))
+    (tmp_path / cache.FINGERPRINT_FILE).write_text(json.dumps({"resolved_config": older}), encoding="utf-8")
+    assert cache._saved_config(tmp_path, None) == config
 
 
 def test_an_option_added_later_keeps_older_runs_keys_at_its_default(tmp_path, monkeypatch):

@@ -186,7 +186,7 @@ def test_colbert_student_distils_with_its_own_maxsim(tiny_bert_dir, tmp_path, mo
     real = ColbertModel.compute_similarity
     monkeypatch.setattr(ColbertModel, "compute_similarity", lambda self, q, p: calls.append(1) or real(self, q, p))
     loop = LoopConfig(str(tmp_path / "colbert"), max_steps=6, batch_size=3, eval_every=3, checkpoint_every=3,
-                      lr=3e-3, select_metric="nDCG@10", log_every=1)
+                      learning_rate=3e-3, select_metric="nDCG@10", log_every=1)
     trained, result = train_distill(rset, rset, loop, training, student, teacher, progress=False)
     assert isinstance(trained, ColbertModel) and trained.config.dim == 16
     assert len(calls) >= 6 + 3 * len(rset)  # every step and every re-ranked query scored by MaxSim
@@ -202,7 +202,7 @@ def test_train_distill_curves_and_selection(tiny_bert_dir, tmp_path):
     rset, teacher = toy_set()
     student = _student_config(tiny_bert_dir)
     training = DistillTraining(loss="m3se", group_size=3, max_query_length=16, max_passage_length=24)
-    loop = LoopConfig(str(tmp_path / "de"), max_steps=4, batch_size=3, eval_every=2, checkpoint_every=2, lr=1e-3,
+    loop = LoopConfig(str(tmp_path / "de"), max_steps=4, batch_size=3, eval_every=2, checkpoint_every=2, learning_rate=1e-3,
                       select_metric="nDCG@10")
     model, result = train_distill(rset, rset, loop, training, student, teacher, progress=False)
     assert isinstance(model, TaserModel) and model.config.routing == "shared"
@@ -382,7 +382,7 @@ def test_auxiliary_masked_lm_loss(tiny_bert_dir, tmp_path):
         optimizer.step()
         mlm.append(logs["mlm"])
     assert mlm[-1] < mlm[0] - 1.0 and mlm[-2] < mlm[1] - 1.0, mlm
-    loop = LoopConfig(str(tmp_path / "de"), max_steps=2, batch_size=3, eval_every=2, checkpoint_every=2, lr=1e-3,
+    loop = LoopConfig(str(tmp_path / "de"), max_steps=2, batch_size=3, eval_every=2, checkpoint_every=2, learning_rate=1e-3,
                       select_metric="nDCG@10")
     trained, result = train_distill(rset, rset, loop, with_mlm, student, teacher, progress=False)
     assert trained.config.mlm_head and trained.mlm_head is not None

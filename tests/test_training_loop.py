@@ -56,7 +56,7 @@ def toy_loss(model, batch):
 
 
 def cfg(tmp_path, **kw) -> LoopConfig:
-    base = dict(output_dir=str(tmp_path / "run"), lr=1e-2, max_steps=6, checkpoint_every=2, eval_every=2,
+    base = dict(output_dir=str(tmp_path / "run"), learning_rate=1e-2, max_steps=6, checkpoint_every=2, eval_every=2,
                 warmup_ratio=0.0, log_every=1)
     return LoopConfig(**{**base, **kw})
 
@@ -182,8 +182,8 @@ def test_resume_after_crash_is_bitwise_identical(tmp_path):
 
 def test_resume_with_another_config_is_refused(tmp_path):
     run_training(toy_model(), toy_loss, ToyBatches(), cfg(tmp_path, max_steps=2), progress=False)
-    with pytest.raises(ConfigError, match=r"lr: 0\.01 -> 0\.02"):
-        run_training(toy_model(), toy_loss, ToyBatches(), cfg(tmp_path, max_steps=2, lr=2e-2), progress=False)
+    with pytest.raises(ConfigError, match=r"learning_rate: 0\.01 -> 0\.02"):
+        run_training(toy_model(), toy_loss, ToyBatches(), cfg(tmp_path, max_steps=2, learning_rate=2e-2), progress=False)
     with pytest.raises(ConfigError, match="fingerprint.data"):
         run_training(toy_model(), toy_loss, ToyBatches(), cfg(tmp_path, max_steps=2), fingerprint={"data": "x"},
                      progress=False)
@@ -215,7 +215,7 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_last_checkpoint(tmp_path):
 def test_exploding_learning_rate_stops_before_an_exploded_checkpoint(tmp_path):
     # A warm-up to an absurd learning rate: Adam moves every weight by up to lr per step, so max |w| (1.0 at the
     # start: LayerNorm weights) grows until it passes the limit, a few steps in, while the loss stays finite.
-    config = cfg(tmp_path, lr=4e3, warmup_ratio=1.0, max_steps=40, checkpoint_every=1, keep_last=3,
+    config = cfg(tmp_path, learning_rate=4e3, warmup_ratio=1.0, max_steps=40, checkpoint_every=1, keep_last=3,
                  max_grad_norm=None)
     model = toy_model()
     start = max_abs_weight(model)
@@ -237,7 +237,7 @@ def test_exploding_learning_rate_stops_before_an_exploded_checkpoint(tmp_path):
     assert not (tmp_path / "run" / "final").exists()
     # the remedy: an older checkpoint to start from, and a lower learning rate
     assert f"the one before it {kept[-2]}" in message and f"model.name_or_path: {kept[-2] / 'model'}" in message
-    assert "lower learning rate (loop.lr, now 4000)" in message
+    assert "lower learning rate (loop.learning_rate, now 4000)" in message
     # that checkpoint's weights are a good start: a new run from them with a sane learning rate trains
     fresh = BertModel.from_pretrained(kept[-2] / "model")
     result = run_training(fresh, toy_loss, ToyBatches(), cfg(tmp_path / "again", max_steps=2), progress=False)

@@ -223,7 +223,7 @@ def test_cross_encoder_learns_a_repeated_real_batch(tiny_bert_dir, squad_sets, t
 
     assert not positives_on_top()  # otherwise the test below could not fail
     batches = cross_encoder_batches(tiny, tokenizer, 4, 64, batch_size=4, seed=0)
-    loop = LoopConfig(str(tmp_path / "ca"), max_steps=30, lr=2e-3, warmup_ratio=0.0, checkpoint_every=1000,
+    loop = LoopConfig(str(tmp_path / "ca"), max_steps=30, learning_rate=2e-3, warmup_ratio=0.0, checkpoint_every=1000,
                       select_metric="nDCG@10")
     run_training(model, cross_encoder_loss(), batches, loop, progress=False)
     assert positives_on_top()

@@ -251,8 +251,11 @@ def test_eval_corpus_whole_or_subset():
 
 def test_unknown_yaml_key_names_file_line_and_key(tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text("kind: retriever\nloop:\n  output_dir: x\n  lr: 1e-5\n  learning_rate: 3\n")
-    with pytest.raises(FormatError, match=r"bad\.yaml:5: field 'loop\.learning_rate' unknown key"):
+    path.write_text("kind: retriever\nloop:\n  output_dir: x\n  learning_rate: 1e-5\n  lr_warmup: 3\n")
+    with pytest.raises(FormatError, match=r"bad\.yaml:5: field 'loop\.lr_warmup' unknown key"):
+        load_config(path)
+    path.write_text("kind: retriever\nloop:\n  output_dir: x\n  lr: 1e-5\n")  # the spelling before learning_rate
+    with pytest.raises(FormatError, match=r"bad\.yaml:4: field 'loop\.lr' unknown key.*is learning_rate"):
         load_config(path)
     path.write_text("model:\n  arch: bm25\n")
     with pytest.raises(FormatError, match=r"bad\.yaml:2: field 'model\.arch' model.arch must be one of"):
@@ -289,18 +292,18 @@ def test_model_overrides_are_validated_by_the_model_config_naming_file_line_and_
     path.write_text("kind: nonsense\n")
     with pytest.raises(FormatError, match="unknown training kind 'nonsense'"):
         load_config(path)
-    path.write_text("loop:\n  output_dir: x\n  lr: 3e-5\ndata:\n  train:\n    - {format: dpr-json, path: t.json}\n")
+    path.write_text("loop:\n  output_dir: x\n  learning_rate: 3e-5\ndata:\n  train:\n    - {format: dpr-json, path: t.json}\n")
     config = load_config(path, output_dir="elsewhere")
-    assert config.loop.lr == 3e-5 and config.loop.output_dir == "elsewhere"  # YAML 1.1's "3e-5" string accepted
+    assert config.loop.learning_rate == 3e-5 and config.loop.output_dir == "elsewhere"  # YAML 1.1's "3e-5" string accepted
     assert config.data.train == [DataSource("dpr-json", "train", "t.json")]
 
 
 def test_set_overrides_single_fields(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("kind: retriever\nloop:\n  output_dir: x\n  max_steps: 100\nmodel:\n  arch: dpr\n")
-    config = load_config(path, overrides=["loop.max_steps=null", "loop.lr=3e-5", "model.arch=taser",
+    config = load_config(path, overrides=["loop.max_steps=null", "loop.learning_rate=3e-5", "model.arch=taser",
                                           "data.eval_ks=[1, 20]", "model.overrides.pooling=mean"])
-    assert config.loop.max_steps is None and config.loop.lr == 3e-5 and config.model.arch == "taser"
+    assert config.loop.max_steps is None and config.loop.learning_rate == 3e-5 and config.model.arch == "taser"
     assert config.data.eval_ks == [1, 20] and config.model.overrides == {"pooling": "mean"}
     with pytest.raises(FormatError, match=r"field 'model\.overrides\.shared_blocks' expected an integer.*given by "
                                           r"--set model\.overrides\.shared_blocks"):

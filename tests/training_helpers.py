@@ -86,7 +86,7 @@ def tiny_config(model_dir: Path, data: dict[str, Path], output_dir: Path, **loop
                  "hard_negatives": 1, "max_query_length": 24, "max_passage_length": 64,
                  "train_eval_questions": 16, "eval_ks": [1, 5, 20]},
         # fp32: the tests' thresholds were set in float32 and must not depend on whether the CPU has native bf16
-        "loop": {"output_dir": str(output_dir), "lr": 1e-3, "batch_size": 8, "warmup_ratio": 0.0,
+        "loop": {"output_dir": str(output_dir), "learning_rate": 1e-3, "batch_size": 8, "warmup_ratio": 0.0,
                  "checkpoint_every": 4, "eval_every": 4, "log_every": 1, "precision": "fp32", **loop},
     }
 

@@ -6,7 +6,7 @@ questions to passages ranks them differently (low rank correlation, MRR@10 falls
 passage alone ranks them the same.
 
     python tools/probe_ca_depth.py --profile cpu --layers 2                     # the page's own 2-layer CA (cached)
-    python tools/probe_ca_depth.py --profile cpu --layers 2 --set lr=2e-4       # a higher learning rate
+    python tools/probe_ca_depth.py --profile cpu --layers 2 --set learning_rate=2e-4   # a higher learning rate
     python tools/probe_ca_depth.py --profile cpu --layers 2 --set epochs=2 --set max_steps=1000
 
 The runs go into the run cache like any page's, keyed by their whole configuration, so a setting the profile later
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=2, help="the CA's depth (first L layers of cross_encoder_model)")
     parser.add_argument("--seed", type=int, default=None, help="default: the profile's first seed")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a field of the run's training loop (lr, epochs, max_steps, warmup_ratio, ...)")
+                        help="a field of the run's training loop (learning_rate, epochs, max_steps, warmup_ratio, ...)")
     parser.add_argument("--questions", type=int, default=200,
                         help="test questions scored under their own and another question (0: skip)")
     args = parser.parse_args(argv)

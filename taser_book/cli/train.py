@@ -1,5 +1,5 @@
 """`taser train --config FILE [--output-dir DIR] [--set KEY=VALUE ...]`: train as a YAML config says (resuming a
-killed run; `--set` overrides single fields, e.g. `--set loop.lr=1e-5`);
+killed run; `--set` overrides single fields, e.g. `--set loop.learning_rate=1e-5`);
 `taser train --print-config [--kind K] [--arch A]`: print every field of a kind's config with its default (the
 model fields of arch A, from its model config class);
 `taser train --data FOLDER [--arch A] --output-dir DIR`: train a retriever on a BEIR folder with the defaults

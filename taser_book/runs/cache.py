@@ -83,6 +83,9 @@ IGNORED_SUFFIXES = ("_cache",)  # e.g. cross-encoder teacher_cache: where scores
 # Options added to a config kind after runs of it were cached: left out of the key while they hold this value (the
 # behaviour those runs had), so adding an option does not orphan every cached run of that kind.
 ADDED_OPTIONS = {"teacher.released": None}
+# Options renamed after runs were cached: {dotted name now: the name the key keeps}, so a rename does not orphan every
+# cached run either; a run folder's saved config that has the old name reads back under the new one.
+RENAMED_OPTIONS = {"loop.learning_rate": "lr"}  # issue 53: one spelling, transformers' TrainingArguments'
 
 _PROCESS_START = time.time()
 
@@ -258,6 +261,26 @@ def resolve_config(config: Any, *, seed: int | None = None, overrides: Sequence[
     return config_from_dict(_absolute_paths(data))
 
 
+def _renamed(data: dict[str, Any], *, to_key: bool) -> dict[str, Any]:
+    """`data` with each of RENAMED_OPTIONS under the name the key keeps (`to_key`), or back under its name now."""
+    data = copy.deepcopy(data)
+    for dotted, keyed in RENAMED_OPTIONS.items():
+        *parents, name = dotted.split(".")
+        old, new = (name, keyed) if to_key else (keyed, name)
+        holder = data
+        for part in parents:
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and old in holder:
+            holder[new] = holder.pop(old)
+    return data
+
+
+def key_form(data: dict[str, Any]) -> dict[str, Any]:
+    """A config's saved form (`config_to_dict`) as its run key reads it: each renamed option under the name runs were
+    keyed by, and the added options that hold their default left out."""
+    return _strip_added_defaults(_renamed(data, to_key=True))
+
+
 def _strip_added_defaults(data: dict[str, Any]) -> dict[str, Any]:
     """`data` without the ADDED_OPTIONS that hold their default value."""
     data = copy.deepcopy(data)
@@ -273,7 +296,7 @@ def _strip_added_defaults(data: dict[str, Any]) -> dict[str, Any]:
 
 def run_key(config: Any, hashes: _HashCache) -> tuple[str, dict[str, Any]]:
     """(sha256 hex, everything it was computed from) of a resolved config."""
-    data = _strip_added_defaults(config_to_dict(config))
+    data = key_form(config_to_dict(config))
     material = {"version": KEY_VERSION, "kind": data.get("kind"),
                 "config": json.loads(json.dumps(_strip_ignored(data), sort_keys=True, default=str)),
                 "data": data_fingerprint(data, hashes)}
@@ -503,7 +526,7 @@ def _saved_config(run_dir: Path, fallback: Any) -> Any:
     saved = _read_json(run_dir / FINGERPRINT_FILE)
     if not saved or "resolved_config" not in saved:
         return fallback
-    return config_from_dict(saved["resolved_config"], str(run_dir / FINGERPRINT_FILE))
+    return config_from_dict(_renamed(saved["resolved_config"], to_key=False), str(run_dir / FINGERPRINT_FILE))
 
 
 def trained_runs(config: Any, seeds: Sequence[int], **kwargs: Any) -> list[CachedRun]:

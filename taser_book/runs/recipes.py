@@ -161,7 +161,7 @@ def profile_changes(params: Mapping[str, Any]) -> list[Change]:
         out.append(_changes.model(name_or_path=str(params["model"])))
     if params.get("pooling") == "cls":
         out.append(_changes.model_overrides(pooling="cls", normalize=False, similarity_scale=1.0))
-    loop = {"precision": "precision", "lr": "learning_rate", "batch_size": "batch_size"}
+    loop = {"precision": "precision", "learning_rate": "learning_rate", "batch_size": "batch_size"}
     data = {"max_query_length": "max_query_length", "max_passage_length": "max_passage_length",
             "eval_batch_size": "eval_batch_size", "dev_questions": "n_queries", "dev_corpus_sample": "n_docs"}
     out.append(_changes.loop(**{field: params[key] for field, key in loop.items() if params.get(key) is not None}))

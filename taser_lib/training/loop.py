@@ -83,7 +83,7 @@ class LoopConfig:
     output_dir: str = field(metadata={"help": "run folder: checkpoints, learning curve, best/ and final/ models "
                                               "(`--output-dir` overrides)"})
     seed: int = _described(42, "seeds data order, negatives sampling, dropout")
-    lr: float = _described(2e-5, "peak learning rate (AdamW), reached after warm-up")
+    learning_rate: float = _described(2e-5, "peak learning rate (AdamW), reached after warm-up")
     weight_decay: float = _described(0.0, "AdamW weight decay (not on biases and LayerNorm)")
     warmup_ratio: float = _described(0.1, "fraction of the steps with linear warm-up; then linear decay to 0")
     epochs: float = _described(1.0, "passes over the training batches (fractions allowed)")
@@ -119,8 +119,8 @@ class LoopConfig:
             raise ConfigError(f"loop.epochs must be > 0, got {self.epochs}")
         if not 0 <= self.warmup_ratio <= 1:
             raise ConfigError(f"loop.warmup_ratio must lie in [0, 1], got {self.warmup_ratio}")
-        if not self.lr > 0:
-            raise ConfigError(f"loop.lr must be > 0, got {self.lr}")
+        if not self.learning_rate > 0:
+            raise ConfigError(f"loop.learning_rate must be > 0, got {self.learning_rate}")
         if self.layerwise_lr_decay is not None and not 0 < self.layerwise_lr_decay <= 1:
             raise ConfigError(f"loop.layerwise_lr_decay must lie in (0, 1] or be null, got {self.layerwise_lr_decay}")
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
@@ -128,6 +128,10 @@ class LoopConfig:
         if self.select_mode not in SELECT_MODES:
             raise ConfigError(f"loop.select_mode must be one of {SELECT_MODES}, got {self.select_mode!r}")
         check_precision(self.precision, "loop.precision")
+
+    @staticmethod
+    def unknown_key_hint(key: str) -> str:
+        return " (the learning rate is learning_rate, as in transformers' TrainingArguments)" if key == "lr" else ""
 
     def resolved_precision(self, device: str | torch.device) -> str:
         """"fp32" or "bf16": what `precision` (and the `bf16` switch) mean on `device`."""
@@ -390,10 +394,10 @@ class _Trainer:
         self.model = (DistributedDataParallel(model, device_ids=[self.device.index] if self.device.index is not None
                                               else None, find_unused_parameters=True)
                       if is_distributed() else model)  # learned routing leaves experts without gradients
-        groups = parameter_groups(unwrap_model(self.model), config.lr, config.weight_decay,
+        groups = parameter_groups(unwrap_model(self.model), config.learning_rate, config.weight_decay,
                                   config.layerwise_lr_decay)
         self.optimizer = torch.optim.AdamW(
-            [{k: v for k, v in g.items() if k != "names"} for g in groups], lr=config.lr)
+            [{k: v for k, v in g.items() if k != "names"} for g in groups], lr=config.learning_rate)
         self.scheduler = get_linear_schedule_with_warmup(
             self.optimizer, num_warmup_steps=int(config.warmup_ratio * self.total), num_training_steps=self.total)
         self.precision = config.resolved_precision(self.device)  # "fp32" | "bf16", recorded in result.json
@@ -469,7 +473,7 @@ class _Trainer:
         when = ("training stopped before any checkpoint or model of these weights was written" if stepped
                 else "training stopped before the optimiser step")
         kept = list_checkpoints(self.ckpt_dir)
-        lr = f"loop.lr, now {self.config.lr:g}"
+        lr = f"loop.learning_rate, now {self.config.learning_rate:g}"
         if not kept:
             advice = (f"No checkpoint had been written yet: start again with a lower learning rate ({lr}), gradient "
                       f"clipping (loop.max_grad_norm) or checked data")
