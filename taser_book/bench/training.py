@@ -124,8 +124,8 @@ def _trainer(arch: str, cfg: BenchConfig, batch: dict[str, Any], precision: str,
     model = build_model(arch, cfg.model, **overrides).to(cfg.device).train()
     loop = LoopConfig(output_dir="")  # the trainer's defaults: lr, weight decay, clipping
     groups = parameter_groups(model, loop.learning_rate, loop.weight_decay, loop.layerwise_lr_decay)
-    optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups], lr=loop.learning_rate,
-                                  **(adamw or {}))
+    optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k != "names"} for g in groups],
+                                  lr=loop.learning_rate, **(adamw or {}))
 
     def step() -> float:
         optimizer.zero_grad(set_to_none=True)
