@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -419,6 +419,24 @@ def _dirty_files(root: Path) -> list[str]:
     return [line[3:] for line in out.splitlines() if line.strip()]
 
 
+KERNEL_START_TRIES = 3
+_KERNEL_DID_NOT_START = "Kernel died before replying to kernel_info"
+
+
+def _execute_started(execute: Callable[[], Any], tries: int = KERNEL_START_TRIES) -> Any:
+    """`execute()` (one papermill run), started again when its kernel died before it answered: no cell had run. Two
+    kernels started at once (`--jobs 2`) can pick the same free port and one of them fails to bind it
+    (`zmq.error.ZMQError: Address already in use`: nteract/papermill#511, jupyter/jupyter_client#487); any other
+    error is raised at once."""
+    for attempt in range(1, tries + 1):
+        try:
+            return execute()
+        except RuntimeError as err:
+            if _KERNEL_DID_NOT_START not in str(err) or attempt == tries:
+                raise
+            time.sleep(0.5 * attempt)
+
+
 def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.PathLike = "results", *,
                  overrides: Mapping[str, Any] | None = None,
                  profiles: Mapping[str, Mapping[str, Any]] | None = None,
@@ -464,9 +482,10 @@ def run_notebook(path: str | os.PathLike, profile: str, results_root: str | os.P
             # The kernel starts in the notebook's folder through nbclient's resources, not papermill's `cwd`:
             # that one chdirs the whole process, which races between the threads of --jobs (nteract/papermill#473)
             # and can start a kernel in another folder, where its relative results_dir points elsewhere.
-            papermill.execute_notebook(str(path), str(executed), parameters=inject, kernel_name=KERNEL,
-                                       resources={"metadata": {"path": str(path.parent)}}, progress_bar=False,
-                                       execution_timeout=cell_timeout, **out)
+            _execute_started(lambda: papermill.execute_notebook(
+                str(path), str(executed), parameters=inject, kernel_name=KERNEL,
+                resources={"metadata": {"path": str(path.parent)}}, progress_bar=False,
+                execution_timeout=cell_timeout, **out))
         meta = read_meta(staging)
         if meta is None or not meta.get("tables"):
             error = "saved no result (a notebook must call taser_book.reproduce.save_result)"

@@ -704,3 +704,31 @@ def test_results_are_published_only_from_committed_code(tmp_path):
         reproduce("cpu", root=tmp_path, book=False)
     assert reproduce("cpu", root=tmp_path, book=False, allow_dirty=True) == 0
     assert reproduce("smoke", root=tmp_path, book=False) == 0              # smoke results are never published
+
+
+def test_a_kernel_that_died_before_answering_is_started_again(monkeypatch):
+    """Two kernels started at once can pick the same port (`--jobs 2`); the one that loses dies before it answers,
+    having run no cell, and its notebook is started again. Any other error is the notebook's."""
+    from taser_book import runner
+
+    monkeypatch.setattr(runner.time, "sleep", lambda seconds: None)
+    calls = []
+
+    def flaky(fails: int, error: Exception):
+        def execute():
+            calls.append(1)
+            if len(calls) <= fails:
+                raise error
+            return "ran"
+        return execute
+
+    died = RuntimeError("Kernel died before replying to kernel_info")
+    assert runner._execute_started(flaky(2, died)) == "ran" and len(calls) == 3
+    calls.clear()
+    with pytest.raises(RuntimeError, match="Kernel died"):
+        runner._execute_started(flaky(3, died))
+    assert len(calls) == runner.KERNEL_START_TRIES
+    calls.clear()
+    with pytest.raises(RuntimeError, match="a cell failed"):
+        runner._execute_started(flaky(1, RuntimeError("a cell failed")))
+    assert len(calls) == 1
