@@ -17,6 +17,10 @@ user has:
 - `no dropout`: `hidden_dropout_prob=0` as well.
 - `fused AdamW`: `torch.optim.AdamW(..., fused=True)`, one kernel over every parameter instead of torch's default
   implementation on a CPU (a loop of per-parameter ops).
+- `compiled forward`: the forward of the same model through `torch.compile` (Inductor, training graphs: its backward
+  is compiled too), which fuses the element-wise ops and the dropout's draws into generated kernels; the first step
+  compiles (before the timed rounds). The dropout draws other random numbers than eager's, so this is the same
+  training, not the same run.
 
 The first two change what is trained (the checkpoint was trained with those dropouts; the papers do not say theirs
 was off), so they measure what the dropout costs, not a free speed-up. Each variant's bf16 speed-up is the median of
@@ -43,12 +47,13 @@ from .training import PRECISIONS, _trainer, training_batch
 NAME = "step_parts"
 TITLE = "Where a training step's time goes: DPR at fp32 and bf16, in parts, and with one setting changed"
 PARTS = ("forward", "backward", "optimizer")
-# name: (build_model overrides, AdamW keyword arguments)
-VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "as the trainer builds it": ({}, {}),
-    "no attention dropout": ({"attention_probs_dropout_prob": 0.0}, {}),
-    "no dropout": ({"attention_probs_dropout_prob": 0.0, "hidden_dropout_prob": 0.0}, {}),
-    "fused AdamW": ({}, {"fused": True}),
+# name: (build_model overrides, AdamW keyword arguments, whether the forward goes through torch.compile)
+VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], bool]] = {
+    "as the trainer builds it": ({}, {}, False),
+    "no attention dropout": ({"attention_probs_dropout_prob": 0.0}, {}, False),
+    "no dropout": ({"attention_probs_dropout_prob": 0.0, "hidden_dropout_prob": 0.0}, {}, False),
+    "fused AdamW": ({}, {"fused": True}, False),
+    "compiled forward": ({}, {}, True),
 }
 TRAINER = "as the trainer builds it"
 # op family: the aten op names it holds (a profiler event's name without "aten::"); the rest is "other"
@@ -73,15 +78,19 @@ def op_family(name: str) -> str:
 
 
 def stepper(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: dict[str, Any], precision: str,
-            device: str, loop: LoopConfig, parts: dict[str, list[float]]) -> Callable[[], float]:
+            device: str, loop: LoopConfig, parts: dict[str, list[float]],
+            loss_model: torch.nn.Module | None = None) -> Callable[[], float]:
     """One training step as `training._trainer` takes it, which appends the seconds of each of its `PARTS` to
-    `parts` (each part ends with a device synchronisation) and returns the loss."""
+    `parts` (each part ends with a device synchronisation) and returns the loss; `loss_model`: what computes the
+    loss in place of `model` (its compiled form), whose parameters are the model's."""
+    loss_model = model if loss_model is None else loss_model
+
     def step() -> float:
         start = time.perf_counter()
         with torch.profiler.record_function("forward"):
             optimizer.zero_grad(set_to_none=True)
             with autocast(precision, device):
-                loss, _ = retriever_loss(model, batch)
+                loss, _ = retriever_loss(loss_model, batch)
             synchronize(device)
         forward = time.perf_counter()
         with torch.profiler.record_function("backward"):
@@ -102,12 +111,13 @@ def stepper(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: dic
 
 
 def build(cfg: BenchConfig, batch: dict[str, Any], precision: str, overrides: dict[str, Any],
-          adamw: dict[str, Any]) -> tuple[Callable[[], float], dict[str, list[float]]]:
+          adamw: dict[str, Any], compiled: bool = False) -> tuple[Callable[[], float], dict[str, list[float]]]:
     """(step, its parts' seconds) of DPR as `training._trainer` sets it up, built with `overrides` and its AdamW
-    given `adamw`."""
+    given `adamw`; `compiled`: its forward through `torch.compile`."""
     model, optimizer, _ = _trainer("dpr", cfg, batch, precision, adamw=adamw, **overrides)
     parts: dict[str, list[float]] = {name: [] for name in PARTS}
-    return stepper(model, optimizer, batch, precision, cfg.device, LoopConfig(output_dir=""), parts), parts
+    loss_model = torch.compile(model) if compiled else None
+    return stepper(model, optimizer, batch, precision, cfg.device, LoopConfig(output_dir=""), parts, loss_model), parts
 
 
 def profiled(step: Callable[[], float]) -> dict[str, dict[str, float]]:
@@ -135,36 +145,41 @@ def profiled(step: Callable[[], float]) -> dict[str, dict[str, float]]:
 def run(cfg: BenchConfig) -> dict[str, Any]:
     questions, repeats = cfg.pick(16, 2), cfg.pick(7, 1)
     batch, shapes, _ = training_batch(cfg, questions)
-    built = {(variant, p): build(cfg, batch, p, *VARIANTS[variant]) for variant in VARIANTS for p in PRECISIONS}
+    variants = {name: v for name, v in VARIANTS.items() if not (cfg.quick and v[2])}  # quick: no compilation
+    built = {(variant, p): build(cfg, batch, p, *variants[variant]) for variant in variants for p in PRECISIONS}
     steps = {f"{variant} | {p}": step for (variant, p), (step, _) in built.items()}
-    for step in steps.values():  # the first step allocates Adam's state
+    compile_seconds = {}
+    for name, step in steps.items():  # the first step allocates Adam's state (and compiles a compiled forward)
+        start = time.perf_counter()
         step()
+        compile_seconds[name] = time.perf_counter() - start
     for _, parts in built.values():
         for seconds in parts.values():
             seconds.clear()
     times, losses = interleaved(steps, repeats, cfg.device, warmup=0)
-    speedup = {variant: paired_ratio(times[f"{variant} | fp32"], times[f"{variant} | bf16"]) for variant in VARIANTS}
+    speedup = {variant: paired_ratio(times[f"{variant} | fp32"], times[f"{variant} | bf16"]) for variant in variants}
     over_trainer = {f"{variant} | {p}": paired_ratio(times[f"{TRAINER} | {p}"], times[f"{variant} | {p}"])
-                    for variant in VARIANTS if variant != TRAINER for p in PRECISIONS}
+                    for variant in variants if variant != TRAINER for p in PRECISIONS}
     parts = {p: {name: spread(seconds) for name, seconds in built[TRAINER, p][1].items()} for p in PRECISIONS}
     families = {p: profiled(built[TRAINER, p][0]) for p in PRECISIONS}
     step_s = {p: spread(times[f"{TRAINER} | {p}"]) for p in PRECISIONS}
     rows = [row(f"DPR bf16 step speed-up over fp32, {variant}", speedup[variant]["median"], "x")
-            for variant in VARIANTS]
+            for variant in variants]
     rows += [row(f"DPR {p} step, {part}", parts[p][part]["median"], "s") for p in PRECISIONS for part in PARTS]
     rows += [row(f"DPR {p} step time, {variant}", spread(times[f"{variant} | {p}"])["median"], "s")
-             for variant in VARIANTS for p in PRECISIONS]
+             for variant in variants for p in PRECISIONS]
     return {
         "rows": rows,
         "measured": {"step_seconds": times, "step_seconds_spread": step_s, "bf16_speedup": speedup,
                      "speedup_over_trainer": over_trainer, "part_seconds": parts,
-                     "profile_self_seconds": families, "last_loss": losses},
-        "sizes": {**shapes, "hard_negatives": 1, "repeats": repeats, "variants": list(VARIANTS)},
+                     "profile_self_seconds": families, "last_loss": losses, "first_step_seconds": compile_seconds},
+        "sizes": {**shapes, "hard_negatives": 1, "repeats": repeats, "variants": list(variants)},
         "notes": ["a step as the trainer takes it: zero_grad and the forward under autocast, backward, clipping "
                   "and AdamW's step; each part ends with a device synchronisation",
                   "variants (module docstring): " + "; ".join(
                       f"{name}: overrides {ov or 'none'}, AdamW {ad or 'torch default'}"
-                      for name, (ov, ad) in VARIANTS.items()),
+                      + (", forward through torch.compile (Inductor)" if compiled else "")
+                      for name, (ov, ad, compiled) in variants.items()),
                   "bf16 speed-up = median over rounds of (fp32 step seconds / bf16 step seconds), same variant",
                   "profile: one step of each precision as the trainer builds it, torch.profiler self CPU time of "
                   "each aten op, summed by part and op family (OP_FAMILIES); the profiler's own overhead makes "
