@@ -206,7 +206,8 @@ MACHINE_QUANTITIES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("encoding at length 256: fraction of the matmul peak", "hardware", ("fraction", "full"), "fraction"),
     *[(f"training step: DPR bf16 over fp32, {variant} (step parts benchmark)", "step_parts",
        ("bf16_speedup", variant, "median"), "x")
-      for variant in ("as the trainer builds it", "no attention dropout", "no dropout", "fused AdamW")],
+      for variant in ("as the trainer builds it", "no attention dropout", "no dropout", "fused AdamW",
+                      "compiled forward")],
     ("search: faiss flat over numpy, SQuAD-open", "search", ("squad_open", "flat_speedup_over_numpy", "median"), "x"),
     ("search: faiss flat over numpy, random 100k", "search", ("random", "flat_speedup_over_numpy", "median"), "x"),
 ]
