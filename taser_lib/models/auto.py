@@ -17,6 +17,7 @@ the config class refuses is a `ConfigError` whose `.key` names the field.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import types
 import typing
@@ -88,14 +89,32 @@ def _error(key: str, message: str) -> ConfigError:
     return err
 
 
+_BUILTIN_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "dict": dict, "list": list}
+
+
 def _hint(annotation: Any) -> Any:
-    """A field's type: our config modules write annotations as strings of builtin types."""
-    if isinstance(annotation, str):
-        try:
-            return eval(annotation, {"int": int, "float": float, "bool": bool, "str": str, "None": None})  # noqa: S307
-        except NameError:
-            return Any
-    return annotation
+    """A field's type. The config modules (ours and transformers') write annotations as strings; one built of builtin
+    types (`int | None`, `dict[str, int] | None`) is read as that type, one naming anything else (`Literal[...]`,
+    `torch.dtype`) as Any."""
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return _annotation_type(ast.parse(annotation, mode="eval").body)
+    except (SyntaxError, LookupError):
+        return Any
+
+
+def _annotation_type(node: ast.expr) -> Any:
+    if isinstance(node, ast.Constant) and node.value is None:
+        return None
+    if isinstance(node, ast.Name):
+        return _BUILTIN_TYPES[node.id]  # a KeyError for any other name
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _annotation_type(node.left) | _annotation_type(node.right)
+    if isinstance(node, ast.Subscript):
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return _annotation_type(node.value)[tuple(_annotation_type(i) for i in items)]
+    raise LookupError(ast.dump(node))
 
 
 _EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
