@@ -71,7 +71,7 @@ def config_from_dict(data: dict[str, Any], path: str = "<config>", lines: dict[s
 
 
 def load_config(path: str | Path, output_dir: str | None = None, overrides: Sequence[str] = ()) -> Any:
-    """Read a YAML training config (strict: see the module docstring); `output_dir` overrides loop.output_dir and
+    """Read a YAML training config (strict: see `training.config`); `output_dir` overrides loop.output_dir and
     `overrides` (`dotted.key=value`, see `apply_overrides`) any other field."""
     from ..data.text import read_text  # strict UTF-8: an undecodable line is a FormatError naming it
 
