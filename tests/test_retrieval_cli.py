@@ -182,6 +182,30 @@ def test_search_writes_a_run_for_a_folder_without_qrels_at_pyserinis_depth(tmp_p
     assert len(lines) == 1000 and {ln.split()[0] for ln in lines} == {"q1"}
 
 
+def test_evaluate_takes_a_beir_qrels_file_as_it_takes_the_folder(tmp_path, capsys):
+    """A BEIR folder's own qrels/test.tsv, given as the qrels file in either order, scores as the folder does; a
+    three-column file without BEIR's header is a one-line error that names both formats."""
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "", "text": d}) + "\n"
+                                                 for d in ("d1", "d2", "d3")))
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": q}) + "\n" for q in ("q1", "q2")))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq2\td3\t2\n")
+    run_path = tmp_path / "run.trec"
+    run_path.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\nq2 Q0 d3 1 1.0 x\n")
+    scores = []
+    tsv = str(folder / "qrels" / "test.tsv")
+    for args in ([tsv, str(run_path)], [str(run_path), tsv], [str(run_path), str(folder)]):
+        assert main(["evaluate", *args, "--measures", "nDCG@10", "RR@10"]) == 0, args
+        capsys.readouterr()
+        scores.append(json.loads((tmp_path / "run.trec.eval.json").read_text())["ir_measures"])
+    assert scores[0] == scores[1] == scores[2] and scores[0]["RR@10"] == pytest.approx(0.75)
+    headless = tmp_path / "three.tsv"
+    headless.write_text("q1\td2\t1\n")
+    assert main(["evaluate", str(headless), str(run_path)]) == 2
+    assert "BEIR's tab-separated 'query-id corpus-id score' header" in _one_error_line(capsys)
+
+
 def test_evaluate_takes_a_trec_qrels_file_in_either_order(qa_folder, tmp_path, capsys):
     """`taser evaluate QRELS RUN` as trec_eval and ir_measures take it, or RUN QRELS; a plain TREC qrels file; two
     files neither of which is a run is a one-line error that says the order."""

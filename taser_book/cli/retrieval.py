@@ -67,8 +67,8 @@ def register(subparsers) -> None:
                               description="Scores a TREC run. The two arguments go in either order: QRELS RUN as "
                               "trec_eval and ir_measures take them, or RUN DATASET; each is told apart by what it "
                               "holds (a run: 'qid Q0 docid rank score tag' lines; a TREC qrels file: 'qid 0 docid "
-                              "grade' lines; else a dataset).")
-    e.add_argument("first", metavar="QRELS|RUN", help="a TREC qrels file or a dataset (" + _DATASET_HELP
+                              "grade' lines; a BEIR qrels file: qrels/SPLIT.tsv; else a dataset).")
+    e.add_argument("first", metavar="QRELS|RUN", help="a TREC or BEIR qrels file or a dataset (" + _DATASET_HELP
                    + "), or the TREC run")
     e.add_argument("second", metavar="RUN|DATASET", help="the TREC run, or the qrels file or dataset it was made on")
     e.add_argument("--ks", type=int, nargs="+", default=[1, 5, 20, 100], help="K of R@K (QA sets)")
@@ -335,13 +335,25 @@ def _evaluation_inputs(first: str, second: str) -> tuple[Path, str]:
 
 
 def _qrels_set(spec: str):
-    """(the dataset `taser evaluate` scores against, whether it is a plain TREC qrels file ('qid 0 docid grade'))."""
+    """(the dataset `taser evaluate` scores against, whether it is a plain qrels file): a TREC qrels file ('qid 0
+    docid grade'), a BEIR qrels file (qrels/SPLIT.tsv, under its 'query-id corpus-id score' header), else a
+    dataset."""
     path = Path(spec)
-    if _run_lines(path) == 4:
+    fields = _run_lines(path)
+    if fields in (3, 4):
+        from taser_lib.data.formats.beir import QRELS_HEADER, read_beir_qrels
         from taser_lib.data.formats.trec import read_trec_qrels
+        from taser_lib.data.text import iter_lines
         from taser_lib.data.types import Dataset, Query
 
-        qrels = read_trec_qrels(path)
+        first = next(line for _, line in iter_lines(path) if line.strip())
+        if fields == 4:
+            qrels = read_trec_qrels(path)
+        elif tuple(first.split()) == QRELS_HEADER:
+            qrels = read_beir_qrels(path)
+        else:
+            raise FormatError(path, 1, None, "a qrels file: TREC's 'qid 0 docid grade' lines, or BEIR's tab-separated "
+                              f"'{' '.join(QRELS_HEADER)}' header and lines")
         return Dataset(path.name, "qrels", queries={q: Query(q, "") for q in qrels}, qrels=qrels), True
     return _load_dataset(spec), False
 
