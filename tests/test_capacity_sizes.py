@@ -13,7 +13,7 @@ from taser_book.runs.capacity import (Size, checkpoint_shape, documents_changes,
                                          parse_sizes, size_changes, turc_checkpoint)
 from taser_lib.training.config import config_to_dict
 from taser_book.runs import changes
-from taser_book.runs.recipes import variant
+from taser_book.runs.recipes import RERANKERS
 
 SHAPE = (6, 384)  # the offline default, MiniLM-L6-H384
 
@@ -32,7 +32,7 @@ def test_a_size_on_the_profile_model_cuts_layers_and_projects_the_de_only():
 def test_the_checkpoint_size_is_the_same_run_as_no_size_at_all():
     """An explicit setting equal to the checkpoint's value would change the resolved config (and the run's key):
     the mapping gives none, so the largest size reuses every other notebook's DE run."""
-    config = variant("de-one-hot", section="reranking").load()
+    config = RERANKERS["de-one-hot"].load()
     plain = config_to_dict(resolve_config(config, seed=13))
     same = config_to_dict(resolve_config(changes.apply(config, size_changes(Size(6, 384), "distill", SHAPE)), seed=13))
     other = config_to_dict(resolve_config(changes.apply(config, size_changes(Size(6, 64), "distill", SHAPE)), seed=13))
@@ -97,7 +97,7 @@ def test_checkpoint_shape_reads_the_config(tmp_path):
 
 
 def test_documents_changes_keep_one_candidate_list_for_every_k(tmp_path):
-    ca = variant("ca", section="reranking").load()
+    ca = RERANKERS["ca"].load()
     teacher = CachedRun(tmp_path / "ca", "key", resolve_config(ca, seed=13),
                         {"paths": {"best": str(tmp_path / "ca" / "best")}})
     assert (teacher.config.data.candidates, teacher.config.data.bm25_depth) == (8, 50)  # the CPU config's
@@ -107,7 +107,7 @@ def test_documents_changes_keep_one_candidate_list_for_every_k(tmp_path):
     assert documents_changes(4, 8, teacher) == [changes.training(group_size=4), changes.data(candidates=8,
                                                                                             bm25_depth=50)]
     assert changes.data(candidates=100, bm25_depth=100) in documents_changes(100, 100, teacher)
-    student = variant("de-softmax-ce", section="reranking").load()
+    student = RERANKERS["de-softmax-ce"].load()
     shared = config_to_dict(resolve_config(student, seed=13))
     assert config_to_dict(resolve_config(changes.apply(student, documents_changes(4, 8, teacher)), seed=13)) == shared
     # K above the config's own group size: the candidates grow first, whatever order the changes come in

@@ -152,7 +152,7 @@ def canonical_origin(origin: str) -> str:
 def old_module_names(monkeypatch) -> None:
     """Let code written before the registry's move (a notebook as a committed result counts it, run from git) import
     what it imported: each moved module under its old name too, and each name `taser_lib.data` re-exported from one on
-    that package again, for the test's duration."""
+    that package again, for the test's duration; and the recipe tables' old accessors (below)."""
     for old, new in DATASETS_MOVE.items():
         monkeypatch.setitem(sys.modules, old, importlib.import_module(new))
     for name, origin in reexports().items():
@@ -161,6 +161,13 @@ def old_module_names(monkeypatch) -> None:
             module, value = canonical_origin(origin).rsplit(".", 1)
             monkeypatch.setattr(importlib.import_module(package), attr, getattr(importlib.import_module(module), value),
                                 raising=False)
+    # Code written before the pages read the recipe tables themselves (tests/test_name_tables.py) imports
+    # runs.recipes' load_variants(section) and variant(name, section): the tables and their entries, as those gave.
+    from taser_book.runs import recipes
+
+    tables = {"variants": recipes.RETRIEVERS, "reranking": recipes.RERANKERS}
+    monkeypatch.setattr(recipes, "load_variants", lambda section="variants": tables[section], raising=False)
+    monkeypatch.setattr(recipes, "variant", lambda name, section="variants": tables[section][name], raising=False)
 
 
 def module_name(path: str) -> tuple[str, str]:

@@ -24,6 +24,12 @@ names, config classes and trainers, and the same answer for a name it does not k
 table is one literal after the classes. `test_the_losses_are_their_code_before_the_table`: the file is its version
 before without the decorator, its function and the empty table, and the table names the same classes in the same
 order (the order `training.distill` lists the names and the settings in).
+
+**The recipe tables, read by the pages themselves.** `runs.recipes.load_variants(section)` returned
+`SECTIONS[section]`, one of the two tables (`{"variants": RETRIEVERS, "reranking": RERANKERS}`), and `variant(name)`
+that table's entry. The pages now read `RERANKERS` and `RETRIEVERS` directly, and both functions are gone.
+`test_a_page_reads_the_recipe_tables_themselves`: each page module is its version before with exactly those reads
+rewritten (`page_rewrite`), and the old functions were what this says.
 """
 
 from __future__ import annotations
@@ -45,6 +51,10 @@ REPO = Path(__file__).resolve().parents[1]
 TEST = "tests/test_name_tables.py::test_each_file_is_its_code_before_the_table"
 LOSS_TEST = "tests/test_name_tables.py::test_the_losses_are_their_code_before_the_table"
 LOSSES_FILE = "taser_lib/training/rerank_losses.py"
+PAGES_TEST = "tests/test_name_tables.py::test_a_page_reads_the_recipe_tables_themselves"
+RECIPES_FILE = "taser_book/runs/recipes.py"
+# the version of recipes.py whose load_variants / variant the pages called last
+RECIPES_BEFORE = "9969ffaa69e9ef874988bdcc7fdd4bedb795393a343b2d21992da87b3bd5145e"
 CONFIG, KINDS_FILE = "taser_lib/training/config.py", "taser_lib/training/kinds.py"
 MOVED = ("config_from_dict", "load_config", "default_config", "default_yaml")
 REGISTRY = ("Kind", "KINDS", "register_kind", "KIND_MODULES", "discover_kinds", "get_kind")
@@ -156,6 +166,35 @@ def test_the_losses_are_their_code_before_the_table(entry):
     old = _without(before.replace("@_register\n", ""), ("RERANK_LOSSES", "_register"))
     new = _without(after, ("RERANK_LOSSES",))
     assert test_moves.canonical(old, LOSSES_FILE) == test_moves.canonical(new, LOSSES_FILE)
+
+
+def page_rewrite(source: str) -> str:
+    """A page module's source with its reads of the recipe tables through `load_variants` / `variant` rewritten as
+    reads of the tables themselves, and its import of those names as an import of the tables."""
+    table = "RERANKERS" if re.search(r"section=[\"']reranking[\"']", source) else "RETRIEVERS"
+    out = re.sub(r"load_variants\(section=[\"']reranking[\"']\)", "RERANKERS", source)
+    out = out.replace("load_variants()", "RETRIEVERS")
+    out = re.sub(r"(?<![\w.])variant\((name|'taser' if name == 'taser-cocondenser' else name)\)", r"RETRIEVERS[\1]",
+                 out)
+
+    def imports(match: re.Match) -> str:
+        names = {{"load_variants": table, "variant": "RETRIEVERS"}.get(n, n) for n in match.group(2).split(", ")}
+        return match.group(1) + ", ".join(sorted(names, key=lambda n: (not n.isupper(), n)))
+
+    return re.sub(r"^(from \.\.runs\.recipes import )(.*)$", imports, out, flags=re.M)
+
+
+@pytest.mark.parametrize("entry", _entries(PAGES_TEST), ids=lambda e: e["file"])
+def test_a_page_reads_the_recipe_tables_themselves(entry):
+    before, after = source_at(entry["file"], entry["from"]), source_at(entry["file"], entry["to"])
+    assert page_rewrite(before) != before and "load_variants" not in after and "variant(" not in after
+    assert test_moves.canonical(page_rewrite(before), entry["file"]) == test_moves.canonical(after, entry["file"])
+    old = _top_level(source_at(RECIPES_FILE, RECIPES_BEFORE))
+    assert ast.unparse(old["SECTIONS"]) == "SECTIONS = {'variants': RETRIEVERS, 'reranking': RERANKERS}"
+    assert "return SECTIONS[section]" in ast.unparse(old["load_variants"])
+    assert "recipes = load_variants(section)" in ast.unparse(old["variant"]) and \
+        "return recipes[name]" in ast.unparse(old["variant"])
+    assert ast.unparse(old["load_variants"].args.defaults[0]) == "'variants'"
 
 
 def test_the_reading_sees_a_change_beyond_the_declared_ones():

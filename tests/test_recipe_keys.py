@@ -27,7 +27,7 @@ TEACHER = SimpleNamespace(model_path="/runs/cross-encoder-teacher/best")
 
 
 def _names(section: str) -> list[str]:
-    return list(recipes.load_variants(section=section))
+    return list(recipes.RETRIEVERS if section == "variants" else recipes.RERANKERS)
 
 
 def saved_forms(monkeypatch) -> dict[str, dict]:

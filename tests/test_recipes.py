@@ -15,8 +15,8 @@ from taser_lib.errors import ConfigError
 from taser_lib.models.routing import DeterministicRouting, TokenRouting
 from taser_book.runs import cache
 from taser_book.runs import changes
-from taser_book.runs.recipes import (RERANKERS, RETRIEVERS, Recipe, learned, load_variants, profile_changes,
-                                     reranking_changes, training_steps, variant, variant_run)
+from taser_book.runs.recipes import (RERANKERS, RETRIEVERS, Recipe, learned, profile_changes, recipe,
+                                     reranking_changes, training_steps, variant_run)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -34,7 +34,7 @@ def test_steps_follow_questions_epochs_and_batch():
 
 def _sized(name, section, to_apply):
     """The variant's config after `to_apply` (a list of changes, or a function of the config giving one)."""
-    config = variant(name, section=section).load()
+    config = recipe(RETRIEVERS if section == "variants" else RERANKERS, name).load()
     return changes.apply(config, to_apply(config) if callable(to_apply) else to_apply)
 
 
@@ -43,15 +43,15 @@ def test_profile_changes_map_each_parameter():
     assert config.model.name_or_path == "default"
     assert (config.loop.max_steps, config.loop.batch_size, config.loop.learning_rate) == (3, 8, 0.001)
     assert config.data.max_passage_length == 64 and config.data.dev_questions == 20
-    own = variant("taser").load().data.dev_corpus_sample
+    own = RETRIEVERS["taser"].load().data.dev_corpus_sample
     assert config.data.dev_corpus_sample == own  # null n_docs keeps the config's own sample
     assert config.loop.eval_every == 3  # a tiny run evaluates only at its end (and at step 0)
     whole = _sized("taser", "variants", profile_changes({**PARAMS, "n_train": None, "pooling": "cls"}))
-    assert whole.loop.max_steps is None and whole.loop.eval_every == variant("taser").load().loop.eval_every
+    assert whole.loop.max_steps is None and whole.loop.eval_every == RETRIEVERS["taser"].load().loop.eval_every
     assert whole.model.overrides["pooling"] == "cls" and whole.model.overrides["normalize"] is False
     assert whole.model.overrides["similarity_scale"] == 1.0  # the papers' dot product with [CLS]
     with pytest.raises(TypeError):  # a misspelt field fails where the change is applied, not in a parser later
-        changes.apply(variant("taser").load(), [changes.loop(max_stepz=3)])
+        changes.apply(RETRIEVERS["taser"].load(), [changes.loop(max_stepz=3)])
 
 
 def test_reranking_changes_size_teacher_and_students():
@@ -66,11 +66,11 @@ def test_reranking_changes_size_teacher_and_students():
     assert student.training.max_passage_length == 64 and student.data.test_queries is None
     assert student.teacher.max_length == 88 and student.training.loss == "softmax-ce"
     with pytest.raises(ConfigError, match="kind"):
-        reranking_changes(variant("taser").load(), PARAMS)
+        reranking_changes(RETRIEVERS["taser"].load(), PARAMS)
 
 
 def test_rerank_loop_sets_questions_per_step_and_the_evaluation_interval():
-    own = variant("de-one-hot", section="reranking").load().loop
+    own = RERANKERS["de-one-hot"].load().loop
     plain = _sized("de-one-hot", "reranking", lambda c: reranking_changes(c, {**PARAMS, "n_train": 96}))
     assert (plain.loop.batch_size, plain.loop.eval_every, plain.loop.max_steps) == \
         (own.batch_size, own.eval_every, 96 // own.batch_size)
@@ -81,7 +81,7 @@ def test_rerank_loop_sets_questions_per_step_and_the_evaluation_interval():
     whole = _sized("ca", "reranking", lambda c: reranking_changes(c, {**sized, "n_train": None}))
     assert whole.loop.max_steps is None and whole.loop.batch_size == 32
     with pytest.raises(ConfigError, match="rerank_loop: unknown key 'lr'"):
-        reranking_changes(variant("ca", section="reranking").load(), {**PARAMS, "rerank_loop": {"lr": 1.0}})
+        reranking_changes(RERANKERS["ca"].load(), {**PARAMS, "rerank_loop": {"lr": 1.0}})
 
 
 def test_the_teacher_takes_its_own_sizes(monkeypatch):
@@ -93,7 +93,7 @@ def test_the_teacher_takes_its_own_sizes(monkeypatch):
     recipes.reranking_run("ca", 13, sized)
     ca = calls[-1]
     assert ca.data.train_queries == 80 and ca.data.test_queries is None  # the teacher's own sizes
-    assert ca.data.dev_queries == variant("ca", section="reranking").load().data.dev_queries
+    assert ca.data.dev_queries == RERANKERS["ca"].load().data.dev_queries
     teacher = SimpleNamespace(model_path="/runs/ca/best")
     recipes.reranking_run("de-softmax-ce", 13, sized, teacher=teacher)
     student = calls[-1]
@@ -109,16 +109,15 @@ def test_the_teacher_takes_its_own_sizes(monkeypatch):
 
 
 def test_the_recipes_name_existing_configs_and_make_their_changes():
-    retrievers = load_variants()
-    assert {"dpr", "taser", "shared", "seq-r-2", "tok-r-4"} <= set(retrievers) and retrievers is RETRIEVERS
-    for recipe in [*RETRIEVERS.values(), *RERANKERS.values()]:
-        assert recipe.config_path().is_file(), recipe
-    merged = variant("tok-r-4").load().model.overrides  # set in the base config's own overrides
+    assert {"dpr", "taser", "shared", "seq-r-2", "tok-r-4"} <= set(RETRIEVERS) and "ca" in RERANKERS
+    for each in [*RETRIEVERS.values(), *RERANKERS.values()]:
+        assert each.config_path().is_file(), each
+    merged = RETRIEVERS["tok-r-4"].load().model.overrides  # set in the base config's own overrides
     assert merged["routing"] == TokenRouting.name and merged["num_experts"] == 4 and "shared_blocks" in merged
-    with pytest.raises(ConfigError, match="unknown variants recipe 'nope'"):
-        variant("nope")
-    with pytest.raises(ConfigError, match="unknown recipe table 'retrievers'"):
-        load_variants("retrievers")
+    with pytest.raises(ConfigError, match="unknown retriever recipe 'nope'; known: dpr, shared, taser"):
+        recipe(RETRIEVERS, "nope")
+    with pytest.raises(ConfigError, match="unknown re-ranking recipe 'dpr'; known: ca,"):
+        recipe(RERANKERS, "dpr")
 
 
 def test_a_recipe_is_checked_where_it_is_written():
@@ -166,7 +165,7 @@ def test_same_profile_and_seed_share_one_run(configs, tmp_path, monkeypatch):
 def test_a_student_recipe_is_named_for_its_architecture_and_its_loss_in_the_loss_spelling():
     """One spelling per loss from notebook to object: `de-softmax-ce` trains `training.loss: softmax-ce`."""
     arch_prefix = {"shared": "de", "dpr": "dpr", "taser": "taser", "colbert": "colbert"}
-    students = {name: v for name, v in load_variants(section="reranking").items() if name != "ca"}
+    students = {name: v for name, v in RERANKERS.items() if name != "ca"}
     assert students
     for name, v in students.items():
         loaded = v.load()

@@ -23,9 +23,9 @@ PAGE_KEYS = ("model", "pooling", "precision", "max_query_length", "max_passage_l
 
 
 def _changes(name: str, params: dict) -> list[str]:
-    from taser_book.runs.recipes import reranking_changes, variant
+    from taser_book.runs.recipes import RERANKERS, reranking_changes
 
-    config = variant(name, section="reranking").load()
+    config = RERANKERS[name].load()
     if config.kind == "cross-encoder":  # as reranking_run: the CA's own sizes where they differ
         params = {**params, **(params.get("teacher") or {})}
     return [repr(change) for change in reranking_changes(config, params)]
@@ -36,9 +36,9 @@ def _cases() -> list[dict]:
     import nbformat
 
     from taser_book.runner import notebook_parameters
-    from taser_book.runs.recipes import load_variants
+    from taser_book.runs.recipes import RERANKERS
 
-    names = sorted(load_variants(section="reranking"))
+    names = sorted(RERANKERS)
     cases, seen = [], set()
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)

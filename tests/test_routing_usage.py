@@ -290,9 +290,9 @@ def test_paper_params_key_names_the_table_a1_row(tiny_bert6):
 
 def test_entropy_mode_changes_leave_the_default_runs_config_alone():
     from taser_book.runs import changes
-    from taser_book.runs.recipes import entropy_mode_changes, variant
+    from taser_book.runs.recipes import RETRIEVERS, entropy_mode_changes
 
-    seq = variant("seq-r-2")
+    seq = RETRIEVERS["seq-r-2"]
     assert entropy_mode_changes("release") == []  # the default: the variant's own run, not a second one
     for mode in ("literal", "balance"):
         config = changes.apply(seq.load(), entropy_mode_changes(mode))

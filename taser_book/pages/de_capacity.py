@@ -31,7 +31,7 @@ from ..profiles import PageSettings, page_settings
 from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.capacity import Size, capacity_table, checkpoint_shape, largest, parse_sizes, size_changes
-from ..runs.recipes import load_variants, reranking_run
+from ..runs.recipes import RERANKERS, reranking_run
 from ..runs.run_tables import run_test_per_query
 from ..tables.rerank_tables import first_stage_scores
 from ..tables.train_test import comparison_sentence, comparison_table
@@ -54,7 +54,7 @@ def ca_params(s: PageSettings) -> dict[str, Any]:
 
 def labels(s: PageSettings) -> dict[str, str]:
     """{model name: the label the page's tables and figures show}."""
-    variants = load_variants(section="reranking")
+    variants = RERANKERS
     return {"ca": "CA", "de": "DE (one-hot)", "dist": f"DIST ({variants[s.distilled].label})",
             "zero-shot": "DE zero-shot (untrained)"}
 

@@ -29,7 +29,7 @@ from ..claims import paper_table
 from ..plots import plot_beside_paper
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
-from ..runs.recipes import load_variants, reranking_run
+from ..runs.recipes import RERANKERS, reranking_run
 from ..runs.students import testbed_changes
 from ..tables.rerank_tables import paired_tests, per_query_rows, query_means, seed_means, seed_summary
 from .common import PageResult, distill_params, questions_compared, teacher_line
@@ -51,7 +51,7 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
 
 def labels() -> dict[str, str]:
     """{short name: the label the page's tables and figures show}."""
-    variants = load_variants(section="reranking")
+    variants = RERANKERS
     return {"ca": "CA teacher", **{SHORT[n]: variants[n].label for n in SHORT}}
 
 

@@ -42,7 +42,7 @@ from ..claims import paper_table
 from ..plots import plot_beside_paper, plot_metric_bars
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
-from ..runs.recipes import load_variants, reranking_run
+from ..runs.recipes import RERANKERS, reranking_run
 from ..runs.students import size_changes, testbed_changes
 from ..tables.rerank_tables import (first_stage_scores, paired_tests, per_query_rows, query_means,
                                     retrieval_per_query, seed_means, seed_summary)
@@ -85,7 +85,7 @@ def small_seeds(s: PageSettings) -> list[int]:
 
 def labels() -> dict[str, str]:
     """{model name: the label the page's tables and figures show}."""
-    variants = load_variants(section="reranking")
+    variants = RERANKERS
     return {"bm25": "BM25", "zero-shot": "zero-shot default", "ca": "CA teacher",
             **{SHORT[n]: variants[n].label for n in SHORT}}
 

@@ -28,7 +28,7 @@ from ..profiles import PageSettings, page_settings
 from ..runs import changes
 from ..runs.cache import CachedRun
 from ..runs.capacity import documents_changes
-from ..runs.recipes import load_variants, reranking_run
+from ..runs.recipes import RERANKERS, reranking_run
 from ..runs.run_tables import per_query_rows
 from ..tables.train_test import comparison_table
 from ..tables.wide import labelled
@@ -50,7 +50,7 @@ def model_names(s: PageSettings) -> dict[str, str]:
 
 def labels(s: PageSettings) -> dict[str, str]:
     """{model name: the label the page's tables and figures show}."""
-    variants, names = load_variants(section="reranking"), model_names(s)
+    variants, names = RERANKERS, model_names(s)
     return {names[loss]: variants[loss].label for loss in s.losses}
 
 
@@ -83,7 +83,7 @@ def per_seed_table(per_query: pd.DataFrame) -> pd.DataFrame:
 
 def paper_k_table() -> pd.DataFrame:
     """The paper's Table 6 with K as a number and its models under the page's labels."""
-    variants = load_variants(section="reranking")
+    variants = RERANKERS
     paper = paper_table("de_table_6").rename(columns={"dataset": "k"})
     return paper.assign(k=paper["k"].astype(int), model=paper["model"].map(lambda m: variants[f"de-{m}"].label))
 

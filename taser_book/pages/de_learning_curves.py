@@ -23,7 +23,7 @@ from ..plots import plot_learning_curves
 from ..profiles import PageSettings, page_settings
 from ..runs import changes
 from ..runs.cache import CachedRun
-from ..runs.recipes import load_variants, reranking_run
+from ..runs.recipes import RERANKERS, reranking_run
 from ..runs.run_tables import curve_rows
 from ..scorecard import publish
 from ..tables.train_test import curve_endpoints
@@ -40,7 +40,7 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
 
 def labels(s: PageSettings) -> dict[str, str]:
     """{curve: the label the page's tables and figures show}."""
-    return {"ca": "CA", "de": "DE (one-hot)", "dist": f"DIST ({load_variants(section='reranking')[s.distilled].label})"}
+    return {"ca": "CA", "de": "DE (one-hot)", "dist": f"DIST ({RERANKERS[s.distilled].label})"}
 
 
 def train(s: PageSettings) -> tuple[CachedRun, dict[str, dict[int, CachedRun]]]:

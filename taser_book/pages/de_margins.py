@@ -29,7 +29,7 @@ from ..plots import plot_margin_histograms
 from ..profiles import PageSettings, page_settings
 from ..runs import changes
 from ..runs.cache import CachedRun
-from ..runs.recipes import load_variants, reranking_run
+from ..runs.recipes import RERANKERS, reranking_run
 from ..runs.scoring import run_scores
 from ..tables.rerank_tables import per_query_rows, query_means
 from ..tables.seeded import seed_sources
@@ -47,7 +47,7 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
 
 def labels(s: PageSettings) -> dict[str, str]:
     """{run name: the label the page's tables and figures show}."""
-    variants = load_variants(section="reranking")
+    variants = RERANKERS
     return {"ca": "CA", "zero-shot": "DE zero-shot (untrained)", "de-one-hot": "DE (one-hot)",
             "de-m3se": "DIST (M3SE)", "de-softmax-ce": "DIST (softmax CE)",
             **{n: variants[n].label for n in s.students if n not in ("de-one-hot", "de-m3se", "de-softmax-ce")}}

@@ -36,7 +36,7 @@ from ..plots import plot_metric_bars
 from ..profiles import PageSettings, page_settings
 from ..runs import changes
 from ..runs.cache import CachedRun
-from ..runs.recipes import load_variants, reranking_run
+from ..runs.recipes import RERANKERS, reranking_run
 from ..runs.students import testbed_changes
 from ..tables.rerank_tables import (paired_tests, per_query_rows, query_means, retrieval_per_query, seed_means,
                                     seed_summary)
@@ -57,7 +57,7 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
 
 def labels() -> dict[str, str]:
     """{model name: the label the page's tables and figures show}."""
-    variants = load_variants(section="reranking")
+    variants = RERANKERS
     return {"ca": "CA teacher", **{SHORT[n]: variants[n].label for n in SHORT}}
 
 

@@ -34,7 +34,7 @@ from ..analyses.scores import score_frames
 from ..plots.disagreement import plot_disagreement_scatter
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
-from ..runs.recipes import load_variants, reranking_run
+from ..runs.recipes import RERANKERS, reranking_run
 from ..runs.students import testbed_changes
 from ..tables.disagreement import summary_table
 from .common import PageResult, reinit_params, teacher_line
@@ -59,7 +59,7 @@ def lengths(s: PageSettings) -> dict[str, int]:
 
 def labels(s: PageSettings) -> dict[str, str]:
     """{student: the label the page's tables and figures show}."""
-    variants = load_variants(section="reranking")
+    variants = RERANKERS
     return {n: variants[n].label for n in {s.de_student, *s.students}}
 
 

@@ -33,7 +33,7 @@ from ..analyses.baselines import first_stage_runs, query_length
 from ..plots import plot_metric_bars
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
-from ..runs.recipes import load_variants, reranking_run, variant_run
+from ..runs.recipes import RERANKERS, reranking_run, variant_run
 from ..tables.rerank_tables import paired_tests
 from ..tables.seeded import SeededModels, score_seeded_runs, score_seeded_runs_per_query
 from .common import PageResult, distill_params, questions_compared, reranking_params, teacher_line
@@ -49,7 +49,7 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
 
 def labels(s: PageSettings) -> dict[str, str]:
     """{model name: the label the page's tables and figures show}."""
-    variants = load_variants(section="reranking")
+    variants = RERANKERS
     return {"ca": "CA teacher", "zero-shot": "zero-shot", "dpr": "DPR (retriever trainer)",
             "taser": "TASER Det-R (retriever trainer)", **{n: variants[n].label for n in s.students}}
 

@@ -35,7 +35,7 @@ from ..plots import plot_cost_bars
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
 from ..runs.footprint import bert_base_models, memory_table, state_table, usage_table
-from ..runs.recipes import variant, variant_runs
+from ..runs.recipes import RETRIEVERS, variant_runs
 from ..scorecard import publish
 from ..tables.seeded import SeededModels
 from .common import PageResult, reranking_params
@@ -55,7 +55,7 @@ def settings(profile: str = "smoke", overrides: Mapping[str, Any] | None = None)
 
 
 def labels() -> dict[str, str]:
-    return {name: variant(name).label for name in TRAINED}
+    return {name: RETRIEVERS[name].label for name in TRAINED}
 
 
 def train(s: PageSettings) -> dict[str, list[CachedRun]]:

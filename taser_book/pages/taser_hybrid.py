@@ -36,7 +36,7 @@ from ..claims import paper_table
 from ..plots import plot_alpha_panels, plot_metric_bars
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
-from ..runs.recipes import variant, variant_runs
+from ..runs.recipes import RETRIEVERS, variant_runs
 from ..tables.cutoffs import cutoff_table, mark_matched_cutoff
 from ..tables.hybrid_sweep import alpha_sweep, best_alphas, fused_runs, seed_curves
 from ..tables.out_of_domain import attach_passages, bm25_run, dense_runs
@@ -71,7 +71,7 @@ def seeded_models(s: PageSettings, trained: Mapping[str, Sequence[CachedRun]]) -
 
 def labels() -> dict[str, str]:
     """{model: the label the page shows}."""
-    return {"zero-shot": "zero-shot", **{name: variant(name).label for name in TRAINED}}
+    return {"zero-shot": "zero-shot", **{name: RETRIEVERS[name].label for name in TRAINED}}
 
 
 def qa_stream(s: PageSettings):

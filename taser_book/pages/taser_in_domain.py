@@ -33,7 +33,7 @@ from ..claims import paper_table
 from ..plots import plot_beside_paper
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
-from ..runs.recipes import load_variants, variant_run
+from ..runs.recipes import RETRIEVERS, variant_run
 from ..tables.cutoffs import cutoff_table, mark_matched_cutoff
 from ..tables.rerank_tables import paired_tests
 from ..tables.seeded import SeededModels, hybrid_runs, score_seeded_runs, score_seeded_runs_per_query
@@ -60,7 +60,7 @@ def starting_model(s: PageSettings) -> str:
 
 def labels(s: PageSettings) -> dict[str, str]:
     """{model: the label the page shows}, the coCondenser TASER (TASER*) last when the profile trains it."""
-    variants = load_variants()
+    variants = RETRIEVERS
     names = {"bm25": "BM25", "zero-shot": "zero-shot", **{v: variants[v].label for v in TRAINED},
              **{f"{v}+bm25": variants[v].label + " + BM25" for v in TRAINED}}
     if s.cocondenser_model:

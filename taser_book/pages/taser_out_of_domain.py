@@ -35,7 +35,7 @@ from ..claims import paper_table
 from ..plots import plot_metric_bars
 from ..profiles import PageSettings, page_settings
 from ..runs.cache import CachedRun
-from ..runs.recipes import variant, variant_runs
+from ..runs.recipes import RETRIEVERS, variant_runs
 from ..tables.out_of_domain import attach_passages, bm25_run, dense_runs, entity_questions_rows
 from ..tables.seeded import SeededModels, score_seeded_runs, score_seeded_runs_per_query, seed_sources
 from ..tables.wide import wide_table
@@ -198,7 +198,7 @@ class OutOfDomain(PageResult):
         s = self.settings
         return "\n".join([
             f"starting checkpoint (zero-shot row): {DEFAULT_DESCRIPTION if s.model == 'default' else s.model}",
-            "trained: " + ", ".join(f"{name} ({variant('taser' if name == 'taser-cocondenser' else name).label}) x "
+            "trained: " + ", ".join(f"{name} ({RETRIEVERS['taser' if name == 'taser-cocondenser' else name].label}) x "
                                     f"{len(runs)} seed(s)" for name, runs in self.trained.items()),
             f"precision: {self.precision} | passages in: {self.passage_format}"])
 

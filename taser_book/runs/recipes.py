@@ -129,21 +129,12 @@ RERANKERS: dict[str, Recipe] = _table(
     student("colbert", M3SE(), "ColBERT, M3SE"),
 )
 
-SECTIONS = {"variants": RETRIEVERS, "reranking": RERANKERS}
-
-
-def load_variants(section: str = "variants") -> dict[str, Recipe]:
-    """The recipes by name: the retrievers (`section="variants"`) or the re-ranking runs (`"reranking"`)."""
-    if section not in SECTIONS:
-        raise ConfigError(f"unknown recipe table {section!r}; known: {', '.join(SECTIONS)}")
-    return SECTIONS[section]
-
-
-def variant(name: str, section: str = "variants") -> Recipe:
-    recipes = load_variants(section)
-    if name not in recipes:
-        raise ConfigError(f"unknown {section} recipe {name!r}; known: {', '.join(recipes)}")
-    return recipes[name]
+def recipe(table: Mapping[str, Recipe], name: str) -> Recipe:
+    """`table[name]` (`RETRIEVERS` or `RERANKERS`), or a ConfigError naming the recipes it has."""
+    if name not in table:
+        what = "retriever" if table is RETRIEVERS else "re-ranking"
+        raise ConfigError(f"unknown {what} recipe {name!r}; known: {', '.join(table)}")
+    return table[name]
 
 
 def training_steps(params: Mapping[str, Any]) -> int | None:
@@ -180,7 +171,7 @@ def variant_run(name: str, seed: int, params: Mapping[str, Any], *, mined: bool 
                 configs_dir: str | Path | None = None, progress: bool = True) -> CachedRun:
     """The finished run of variant `name` at this profile and seed (trained now if the cache has none).
     `mined`: TASER App. B's two rounds (the † rows of Table A1); `changes`: the page's own (`runs.changes`)."""
-    config = _changes.apply(variant(name).load(configs_dir),
+    config = _changes.apply(recipe(RETRIEVERS, name).load(configs_dir),
                       [*profile_changes(params), _changes.mining(enabled=bool(mined)), *changes])
     return trained_run(config, seed=seed, runs_root=runs_root, progress=progress)
 
@@ -265,7 +256,7 @@ def reranking_run(name: str, seed: int, params: Mapping[str, Any], *, teacher: C
     `params["teacher"]`: the CA's own sizes where they differ from its students' (e.g. `{"n_train": 2000,
     "n_queries": None}`: a teacher trained on more questions than a CPU budget allows each student, and scored on
     every test question)."""
-    config = variant(name, section="reranking").load(configs_dir)
+    config = recipe(RERANKERS, name).load(configs_dir)
     if config.kind == "cross-encoder":
         params = {**params, **(params.get("teacher") or {})}
     sized = reranking_changes(config, params)
