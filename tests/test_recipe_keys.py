@@ -26,10 +26,6 @@ VARIANTS = ("taser_book/runs/variants.yaml", "1a6611b67a07eb05a26b567b53de288e22
 TEACHER = SimpleNamespace(model_path="/runs/cross-encoder-teacher/best")
 
 
-def _names(section: str) -> list[str]:
-    return list(recipes.RETRIEVERS if section == "variants" else recipes.RERANKERS)
-
-
 def saved_forms(monkeypatch) -> dict[str, dict]:
     """{"<profile>/<recipe>[/mined]": the saved form of the config the recipe hands the run cache}."""
     captured = []
@@ -37,12 +33,12 @@ def saved_forms(monkeypatch) -> dict[str, dict]:
     out = {}
     for profile in load_profiles():
         params = profile_parameters(profile, "taser_in_domain")
-        for name in _names("variants"):
+        for name in recipes.RETRIEVERS:
             for mined in (False, True):
                 recipes.variant_run(name, 13, params, mined=mined, progress=False)
                 out[f"{profile}/{name}" + ("/mined" if mined else "")] = captured.pop()
         params = {**profile_parameters(profile, "de_distillation"), "teacher": {"n_train": 20}}
-        for name in _names("reranking"):
+        for name in recipes.RERANKERS:
             recipes.reranking_run(name, 13, params, teacher=TEACHER, progress=False)
             out[f"{profile}/{name}"] = captured.pop()
     return out

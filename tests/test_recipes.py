@@ -32,21 +32,22 @@ def test_steps_follow_questions_epochs_and_batch():
     assert training_steps({"n_train": None, "epochs": 3, "batch_size": 8}) is None
 
 
-def _sized(name, section, to_apply):
-    """The variant's config after `to_apply` (a list of changes, or a function of the config giving one)."""
-    config = recipe(RETRIEVERS if section == "variants" else RERANKERS, name).load()
+def _sized(table, name, to_apply):
+    """The config of recipe `table[name]` after `to_apply` (a list of changes, or a function of the config giving
+    one)."""
+    config = table[name].load()
     return changes.apply(config, to_apply(config) if callable(to_apply) else to_apply)
 
 
 def test_profile_changes_map_each_parameter():
-    config = _sized("taser", "variants", profile_changes({**PARAMS, "model": "default", "n_queries": 20}))
+    config = _sized(RETRIEVERS, "taser", profile_changes({**PARAMS, "model": "default", "n_queries": 20}))
     assert config.model.name_or_path == "default"
     assert (config.loop.max_steps, config.loop.batch_size, config.loop.learning_rate) == (3, 8, 0.001)
     assert config.data.max_passage_length == 64 and config.data.dev_questions == 20
     own = RETRIEVERS["taser"].load().data.dev_corpus_sample
     assert config.data.dev_corpus_sample == own  # null n_docs keeps the config's own sample
     assert config.loop.eval_every == 3  # a tiny run evaluates only at its end (and at step 0)
-    whole = _sized("taser", "variants", profile_changes({**PARAMS, "n_train": None, "pooling": "cls"}))
+    whole = _sized(RETRIEVERS, "taser", profile_changes({**PARAMS, "n_train": None, "pooling": "cls"}))
     assert whole.loop.max_steps is None and whole.loop.eval_every == RETRIEVERS["taser"].load().loop.eval_every
     assert whole.model.overrides["pooling"] == "cls" and whole.model.overrides["normalize"] is False
     assert whole.model.overrides["similarity_scale"] == 1.0  # the papers' dot product with [CLS]
@@ -56,13 +57,13 @@ def test_profile_changes_map_each_parameter():
 
 def test_reranking_changes_size_teacher_and_students():
     sized = {**PARAMS, "cross_encoder_model": "default", "n_queries": 10}
-    ca = _sized("ca", "reranking", lambda c: reranking_changes(c, sized))
+    ca = _sized(RERANKERS, "ca", lambda c: reranking_changes(c, sized))
     assert ca.model.name_or_path == "default" and ca.training.max_length == 88  # query + passage
     assert ca.data.train_queries == 24 and ca.data.test_queries == 10
     assert ca.model.overrides["pooling"] == "mean"  # the CA reads the mean token of a mean-pooling checkpoint
-    cls = _sized("ca", "reranking", lambda c: reranking_changes(c, {**PARAMS, "pooling": "cls"}))
+    cls = _sized(RERANKERS, "ca", lambda c: reranking_changes(c, {**PARAMS, "pooling": "cls"}))
     assert "pooling" not in (cls.model.overrides or {})
-    student = _sized("de-softmax-ce", "reranking", lambda c: reranking_changes(c, {**PARAMS, "model": "default"}))
+    student = _sized(RERANKERS, "de-softmax-ce", lambda c: reranking_changes(c, {**PARAMS, "model": "default"}))
     assert student.training.max_passage_length == 64 and student.data.test_queries is None
     assert student.teacher.max_length == 88 and student.training.loss == "softmax-ce"
     with pytest.raises(ConfigError, match="kind"):
@@ -71,14 +72,14 @@ def test_reranking_changes_size_teacher_and_students():
 
 def test_rerank_loop_sets_questions_per_step_and_the_evaluation_interval():
     own = RERANKERS["de-one-hot"].load().loop
-    plain = _sized("de-one-hot", "reranking", lambda c: reranking_changes(c, {**PARAMS, "n_train": 96}))
+    plain = _sized(RERANKERS, "de-one-hot", lambda c: reranking_changes(c, {**PARAMS, "n_train": 96}))
     assert (plain.loop.batch_size, plain.loop.eval_every, plain.loop.max_steps) == \
         (own.batch_size, own.eval_every, 96 // own.batch_size)
     sized = {**PARAMS, "n_train": 96, "epochs": 2, "rerank_loop": {"batch_size": 32, "eval_every": 5}}
     for name in ("ca", "de-one-hot"):
-        config = _sized(name, "reranking", lambda c: reranking_changes(c, sized))
+        config = _sized(RERANKERS, name, lambda c: reranking_changes(c, sized))
         assert (config.loop.batch_size, config.loop.eval_every, config.loop.max_steps) == (32, 5, 6)  # 96 * 2 / 32
-    whole = _sized("ca", "reranking", lambda c: reranking_changes(c, {**sized, "n_train": None}))
+    whole = _sized(RERANKERS, "ca", lambda c: reranking_changes(c, {**sized, "n_train": None}))
     assert whole.loop.max_steps is None and whole.loop.batch_size == 32
     with pytest.raises(ConfigError, match="rerank_loop: unknown key 'lr'"):
         reranking_changes(RERANKERS["ca"].load(), {**PARAMS, "rerank_loop": {"lr": 1.0}})

@@ -184,7 +184,7 @@ def test_search_writes_a_run_for_a_folder_without_qrels_at_pyserinis_depth(tmp_p
 
 def test_evaluate_takes_a_beir_qrels_file_as_it_takes_the_folder(tmp_path, capsys):
     """A BEIR folder's own qrels/test.tsv, given as the qrels file in either order, scores as the folder does; a
-    three-column file without BEIR's header is a one-line error that names both formats."""
+    three-column file without BEIR's header is a one-line error naming the file, the line and the header."""
     folder = tmp_path / "beir"
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "", "text": d}) + "\n"
@@ -203,7 +203,7 @@ def test_evaluate_takes_a_beir_qrels_file_as_it_takes_the_folder(tmp_path, capsy
     headless = tmp_path / "three.tsv"
     headless.write_text("q1\td2\t1\n")
     assert main(["evaluate", str(headless), str(run_path)]) == 2
-    assert "BEIR's tab-separated 'query-id corpus-id score' header" in _one_error_line(capsys)
+    assert "three.tsv:1: expected the header line 'query-id<TAB>corpus-id<TAB>score'" in _one_error_line(capsys)
 
 
 def test_evaluate_takes_a_trec_qrels_file_in_either_order(qa_folder, tmp_path, capsys):

@@ -336,24 +336,16 @@ def _evaluation_inputs(first: str, second: str) -> tuple[Path, str]:
 
 def _qrels_set(spec: str):
     """(the dataset `taser evaluate` scores against, whether it is a plain qrels file): a TREC qrels file ('qid 0
-    docid grade'), a BEIR qrels file (qrels/SPLIT.tsv, under its 'query-id corpus-id score' header), else a
-    dataset."""
+    docid grade'), a BEIR qrels file (qrels/SPLIT.tsv: three columns under its header, which its reader checks),
+    else a dataset."""
     path = Path(spec)
     fields = _run_lines(path)
     if fields in (3, 4):
-        from taser_lib.data.formats.beir import QRELS_HEADER, read_beir_qrels
+        from taser_lib.data.formats.beir import read_beir_qrels
         from taser_lib.data.formats.trec import read_trec_qrels
-        from taser_lib.data.text import iter_lines
         from taser_lib.data.types import Dataset, Query
 
-        first = next(line for _, line in iter_lines(path) if line.strip())
-        if fields == 4:
-            qrels = read_trec_qrels(path)
-        elif tuple(first.split()) == QRELS_HEADER:
-            qrels = read_beir_qrels(path)
-        else:
-            raise FormatError(path, 1, None, "a qrels file: TREC's 'qid 0 docid grade' lines, or BEIR's tab-separated "
-                              f"'{' '.join(QRELS_HEADER)}' header and lines")
+        qrels = read_trec_qrels(path) if fields == 4 else read_beir_qrels(path)
         return Dataset(path.name, "qrels", queries={q: Query(q, "") for q in qrels}, qrels=qrels), True
     return _load_dataset(spec), False
 
